@@ -1,0 +1,76 @@
+"""What the analysis needs to know about the world: cwd, tree roots, environment, shell state.
+
+Precedence (SPEC §7): command-line options beat the environment, which beats the config file,
+which beats the shipped defaults. The CLI builds a Context with its options; everything else
+comes from ``from_environ``.
+"""
+
+from __future__ import annotations
+
+import os
+from collections.abc import Mapping
+from dataclasses import dataclass, field
+
+DEFAULT_TREES = ("/workspace",)
+
+
+@dataclass(frozen=True)
+class Context:
+    cwd: str
+    trees: tuple[str, ...] = DEFAULT_TREES
+    env: Mapping[str, str] = field(default_factory=dict)
+    rule_paths: tuple[str, ...] = ()
+    config_path: str | None = None
+    strict: bool = False
+    # State of a live interactive shell (guard-shell): alias name → value, function name → the
+    # source text of its definition.
+    aliases: Mapping[str, str] = field(default_factory=dict)
+    functions: Mapping[str, str] = field(default_factory=dict)
+
+    @property
+    def home(self) -> str:
+        return self.env.get("HOME") or "/root"
+
+    @property
+    def tmpdir(self) -> str:
+        return self.env.get("TMPDIR") or "/tmp"
+
+    @property
+    def role(self) -> str | None:
+        return self.env.get("GUARD_ROLE") or None
+
+    @property
+    def route(self) -> str | None:
+        return self.env.get("GUARD_ROUTE") or None
+
+    @classmethod
+    def from_environ(
+        cls,
+        cwd: str | None = None,
+        env: Mapping[str, str] | None = None,
+        trees: tuple[str, ...] | None = None,
+        rule_paths: tuple[str, ...] | None = None,
+        **kw: object,
+    ) -> Context:
+        env = dict(os.environ if env is None else env)
+        if cwd is None:
+            try:
+                cwd = os.getcwd()
+            except OSError:
+                cwd = env.get("PWD") or "/"
+        if trees is None:
+            raw = env.get("GUARD_TREE")
+            trees = tuple(t for t in raw.split(":") if t) if raw else None
+        if rule_paths is None:
+            raw = env.get("GUARD_RULES", "")
+            rule_paths = tuple(p for p in raw.split(":") if p)
+        strict = env.get("GUARD_STRICT", "") in ("1", "true", "yes")
+        return cls(
+            cwd=cwd,
+            trees=trees or (),  # empty: the config (or the shipped default) decides
+            env=env,
+            rule_paths=rule_paths,
+            config_path=env.get("GUARD_CONFIG") or None,
+            strict=strict,
+            **kw,  # type: ignore[arg-type]
+        )

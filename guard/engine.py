@@ -1,0 +1,17 @@
+"""parse → resolve → classify, for one command. Runs nothing."""
+
+from __future__ import annotations
+
+from guard.context import Context
+from guard.ir import Verdict
+
+
+def analyze(command: str, ctx: Context) -> Verdict:
+    """The verdict for ``command`` run in ``ctx``. Never raises on any input."""
+    from guard import parse, policy, resolve
+
+    rules = policy.load(ctx)
+    ctx = policy.effective_context(ctx, rules)
+    script = parse.parse(command)
+    resolution = resolve.resolve(script, ctx)
+    return policy.classify(script, resolution, ctx, rules)
