@@ -1,0 +1,447 @@
+"""``guard-shell``: the agent's ``$SHELL``.
+
+Takes bash's invocation forms, analyses the command text before anything runs, and then either
+refuses (message on stderr, exit 126) or hands the untouched arguments to the real shell
+(``GUARD_REAL_SHELL``, default ``/bin/bash``). With no command and a terminal on stdin it starts
+an interactive session (``guard.shell_interactive``).
+
+Hot path: this module imports only ``os``, ``sys`` and ``signal`` at load time; the engine, the
+relay and the audit log are imported when they are needed.
+"""
+
+from __future__ import annotations
+
+import os
+import signal
+import sys
+from dataclasses import dataclass, field
+
+REFUSED_STATUS = 126
+DEFAULT_REAL_SHELL = "/bin/bash"
+# The analysis of one command gets this many seconds; past it the guard's own failure policy
+# applies (GUARD_FAIL). A constant on purpose: nothing an agent sets can shorten it.
+ANALYSIS_TIMEOUT = 10.0
+# A script file bigger than this is not read for analysis (the failure policy applies).
+MAX_SCRIPT_BYTES = 64 * 1024 * 1024
+
+# bash options that take the next argument as their value.
+_LONG_WITH_ARG = {"--rcfile", "--init-file"}
+_SHORT_WITH_ARG = {"o", "O"}
+# Long options after which bash prints something and exits without running a command.
+_LONG_INFO = {"--help", "--version", "--dump-strings", "--dump-po-strings"}
+
+
+# --------------------------------------------------------------------------- argv
+
+
+@dataclass(frozen=True)
+class ShellArgs:
+    """bash's command line, understood just enough to find the command text.
+
+    ``mode`` is ``"command"`` (``-c``: ``operand`` is the command string), ``"script"``
+    (``operand`` is the script path), ``"stdin"`` (read commands from standard input) or
+    ``"passthrough"`` (``--version``/``--help``, or ``-c`` without its string: bash reports it).
+    ``rest`` holds the positional arguments after the operand. ``options`` are the option words
+    as given, so an interactive session can start its real shell with the same ones.
+    """
+
+    mode: str
+    operand: str | None = None
+    rest: tuple[str, ...] = ()
+    options: tuple[str, ...] = ()
+    flags: frozenset[str] = field(default_factory=frozenset)
+    long_flags: frozenset[str] = field(default_factory=frozenset)
+
+
+def parse_args(args: list[str]) -> ShellArgs:
+    """Split bash's arguments into options, the command/script operand and positional args."""
+    flags: set[str] = set()
+    long_flags: set[str] = set()
+    options: list[str] = []
+    i = 0
+    n = len(args)
+    # Long options come first in bash; accept them anywhere before the first operand.
+    while i < n:
+        a = args[i]
+        if a in ("--", "-"):
+            options.append(a)
+            i += 1
+            break
+        if a.startswith("--"):
+            options.append(a)
+            long_flags.add(a.split("=", 1)[0])
+            if a in _LONG_WITH_ARG and i + 1 < n:
+                options.append(args[i + 1])
+                i += 1
+            i += 1
+            continue
+        if len(a) > 1 and a[0] in "-+" and a[1] != "-":
+            options.append(a)
+            takes = 0
+            for ch in a[1:]:
+                if a[0] == "-":
+                    flags.add(ch)
+                if ch in _SHORT_WITH_ARG:
+                    takes += 1
+            for _ in range(takes):
+                if i + 1 < n:
+                    options.append(args[i + 1])
+                    i += 1
+            i += 1
+            continue
+        break
+    operands = args[i:]
+    frozen = dict(options=tuple(options), flags=frozenset(flags), long_flags=frozenset(long_flags))
+    if long_flags & _LONG_INFO:
+        return ShellArgs("passthrough", **frozen)
+    if "c" in flags:
+        if not operands:
+            return ShellArgs("passthrough", **frozen)
+        return ShellArgs("command", operands[0], tuple(operands[1:]), **frozen)
+    if "s" in flags or not operands:
+        return ShellArgs("stdin", None, tuple(operands), **frozen)
+    return ShellArgs("script", operands[0], tuple(operands[1:]), **frozen)
+
+
+def analysis_text(raw: str) -> str:
+    """Text for the analyser: undecodable bytes (kept as surrogates in argv) become U+FFFD.
+
+    The real shell always gets the original bytes; only the analysis sees this copy.
+    """
+    try:
+        raw.encode("utf-8")
+        return raw
+    except UnicodeEncodeError:
+        return os.fsencode(raw).decode("utf-8", "replace")
+
+
+# --------------------------------------------------------------------------- decision
+
+
+@dataclass(frozen=True)
+class Decision:
+    """What to do with one command: ``action`` is ``"run"`` or ``"refuse"``.
+
+    ``message`` is printed on stderr (the refusal text, or the one-line internal-error notice
+    when the guard itself failed). ``verdict`` is the engine's Verdict when there was one.
+    """
+
+    action: str
+    message: str | None = None
+    verdict: object | None = None
+    error: str | None = None
+
+
+class _AnalysisTimeout(Exception):
+    pass
+
+
+def _on_alarm(signum: int, frame: object) -> None:
+    raise _AnalysisTimeout(f"analysis took longer than {ANALYSIS_TIMEOUT:g}s")
+
+
+def _analyze_bounded(command: str, context: object) -> object:
+    from guard.engine import analyze
+
+    old = signal.signal(signal.SIGALRM, _on_alarm)
+    signal.setitimer(signal.ITIMER_REAL, ANALYSIS_TIMEOUT)
+    try:
+        return analyze(command, context)  # type: ignore[arg-type]
+    finally:
+        signal.setitimer(signal.ITIMER_REAL, 0)
+        signal.signal(signal.SIGALRM, old)
+
+
+def _reason(exc: BaseException) -> str:
+    text = str(exc).strip().splitlines()
+    detail = text[0] if text else ""
+    name = type(exc).__name__
+    if isinstance(exc, _AnalysisTimeout):
+        return detail
+    return f"{name}: {detail}"[:200] if detail else name
+
+
+def failure_decision(reason: str, env: dict[str, str] | os._Environ[str]) -> Decision:
+    """The guard could not decide: fail open (run, one line) unless ``GUARD_FAIL=closed``."""
+    if env.get("GUARD_FAIL", "").strip().lower() == "closed":
+        return Decision(
+            "refuse", f"guard: internal error, refusing the command (GUARD_FAIL=closed): {reason}", error=reason
+        )
+    return Decision("run", f"guard: internal error, running the command unchecked: {reason}", error=reason)
+
+
+def decide(
+    command: str,
+    cwd: str | None = None,
+    aliases: dict[str, str] | None = None,
+    functions: dict[str, str] | None = None,
+    env: dict[str, str] | None = None,
+) -> Decision:
+    """Analyse ``command`` and say whether to run it. Never raises."""
+    base_env = os.environ if env is None else env
+    try:
+        from guard.context import Context
+
+        ctx = Context.from_environ(cwd=cwd, env=env, aliases=aliases or {}, functions=functions or {})
+        verdict = _analyze_bounded(analysis_text(command), ctx)
+        kind = getattr(verdict, "verdict", None)
+        if kind == "allow":
+            return Decision("run", verdict=verdict)
+        if kind == "refuse":
+            message = getattr(verdict, "message", None) or "guard: command refused"
+            return Decision("refuse", message, verdict=verdict)
+        return failure_decision(f"the engine returned no verdict ({kind!r})", base_env)
+    except (Exception, RecursionError, MemoryError, _AnalysisTimeout) as exc:  # noqa: B014
+        return failure_decision(_reason(exc), base_env)
+
+
+# --------------------------------------------------------------------------- audit
+
+
+def record_refusal(command: str, decision: Decision, cwd: str | None) -> None:
+    """Append the refusal to the audit log. A logging failure never changes the verdict."""
+    try:
+        from guard.audit import log
+
+        env = dict(os.environ)
+        build = getattr(log, "build_record", None)
+        record = None
+        if build is not None and decision.verdict is not None:
+            try:
+                record = build(command=command, verdict=decision.verdict, cwd=cwd, env=env)
+            except TypeError:
+                record = build(command, decision.verdict, cwd, env)
+        if record is None:
+            v = decision.verdict
+            record = {
+                "cwd": cwd,
+                "command": command,
+                "verdict": "refuse",
+                "category": getattr(v, "category", None),
+                "rule": getattr(v, "rule", None),
+                "tool": getattr(v, "tool", None),
+                "error": decision.error,
+            }
+        log.append_record(record, env)
+    except Exception as exc:  # noqa: BLE001 - the log must never stop the shell
+        _say(f"guard: warning: could not write the audit log: {_reason(exc)}")
+
+
+# --------------------------------------------------------------------------- running
+
+
+def _say(line: str) -> None:
+    try:
+        os.write(2, (line.rstrip("\n") + "\n").encode("utf-8", "surrogateescape"))
+    except OSError:
+        pass
+
+
+def real_shell() -> str:
+    return os.environ.get("GUARD_REAL_SHELL") or DEFAULT_REAL_SHELL
+
+
+def original_environ() -> dict[bytes, bytes]:
+    """The environment exactly as this process received it.
+
+    Python may add variables at start-up (C locale coercion sets ``LC_CTYPE``); the real shell
+    must see what the caller passed, so read the kernel's copy when there is one.
+    """
+    try:
+        with open("/proc/self/environ", "rb") as fh:
+            raw = fh.read()
+    except OSError:
+        return dict(os.environb)
+    env: dict[bytes, bytes] = {}
+    for item in raw.split(b"\0"):
+        if b"=" in item:
+            k, v = item.split(b"=", 1)
+            env.setdefault(k, v)
+    return env
+
+
+def reset_signals() -> None:
+    """Give the real shell the dispositions a C program would get (Python ignores SIGPIPE)."""
+    for name in ("SIGPIPE", "SIGXFSZ", "SIGINT"):
+        sig = getattr(signal, name, None)
+        if sig is not None:
+            try:
+                signal.signal(sig, signal.SIG_DFL)
+            except (OSError, ValueError):
+                pass
+
+
+def _exec_real(argv: list[bytes], env: dict[bytes, bytes]) -> int:
+    shell = os.fsencode(real_shell())
+    reset_signals()
+    try:
+        sys.stdout.flush()
+        sys.stderr.flush()
+    except Exception:  # noqa: BLE001
+        pass
+    try:
+        os.execve(shell, argv, env)
+    except OSError as exc:
+        _say(f"guard: cannot run {os.fsdecode(shell)}: {exc.strerror}")
+        return 127 if isinstance(exc, FileNotFoundError) else REFUSED_STATUS
+    return REFUSED_STATUS  # not reached
+
+
+def _relay_runner() -> object | None:
+    """The stderr relay's ``run`` when the relay is installed, else None."""
+    try:
+        from guard.act import relay  # type: ignore[attr-defined]
+    except Exception:  # noqa: BLE001 - not there yet, or broken: exec instead
+        return None
+    return getattr(relay, "run", None)
+
+
+def launch(argv: list[bytes], command: str | None) -> int:
+    """Run the real shell with ``argv`` (``argv[0]`` included) and return its status.
+
+    The one place that chooses between exec-ing the shell and running it under the stderr
+    relay. With exec the call does not return on success.
+    """
+    env = original_environ()
+    run = _relay_runner()
+    if run is not None:
+        reset_signals()
+        return int(run([os.fsencode(real_shell()), *argv[1:]], argv0=argv[0], env=env))  # type: ignore[operator]
+    return _exec_real(argv, env)
+
+
+def _read_all(fd: int) -> bytes:
+    chunks = []
+    while True:
+        try:
+            b = os.read(fd, 1 << 16)
+        except InterruptedError:
+            continue
+        if not b:
+            break
+        chunks.append(b)
+    return b"".join(chunks)
+
+
+def _replace_stdin(data: bytes) -> None:
+    """Make fd 0 a fresh file holding ``data`` so the real shell reads exactly these bytes."""
+    try:
+        fd = os.memfd_create("guard-shell-stdin", 0)
+    except (AttributeError, OSError):
+        import tempfile
+
+        fd, path = tempfile.mkstemp(prefix="guard-shell-")
+        os.unlink(path)
+    view = memoryview(data)
+    while view:
+        k = os.write(fd, view)
+        view = view[k:]
+    os.lseek(fd, 0, os.SEEK_SET)
+    os.dup2(fd, 0)
+    os.close(fd)
+
+
+def _find_script(path: str) -> str | None:
+    """The file bash would read for ``bash SCRIPT``: as given, else searched on PATH."""
+    if os.path.isfile(path):
+        return path
+    if "/" in path:
+        return None
+    for d in os.environ.get("PATH", "").split(":"):
+        cand = os.path.join(d or ".", path)
+        if os.path.isfile(cand) and os.access(cand, os.R_OK):
+            return cand
+    return None
+
+
+def _read_script(path: str) -> str | None:
+    found = _find_script(path)
+    if found is None:
+        return None
+    try:
+        if os.path.getsize(found) > MAX_SCRIPT_BYTES:
+            raise OSError(f"script larger than {MAX_SCRIPT_BYTES} bytes")
+        with open(found, "rb") as fh:
+            return fh.read().decode("utf-8", "surrogateescape")
+    except PermissionError:
+        return None
+    except IsADirectoryError:
+        return None
+
+
+def guard_command(text: str, cwd: str | None) -> Decision:
+    """Decide on one command text and print what the decision says to print."""
+    decision = decide(text, cwd=cwd)
+    if decision.action == "refuse":
+        if decision.message:
+            _say(decision.message)
+        record_refusal(text, decision, cwd)
+    elif decision.message:
+        _say(decision.message)
+    return decision
+
+
+def _cwd() -> str | None:
+    try:
+        return os.getcwd()
+    except OSError:
+        return os.environ.get("PWD") or None
+
+
+def run(args: list[str], argv0: str) -> int:
+    """Everything ``main`` does, minus the process exit. Returns the status when not exec-ing."""
+    parsed = parse_args(args)
+    argv = [os.fsencode(argv0), *(os.fsencode(a) for a in args)]
+    if parsed.mode == "passthrough":
+        return launch(argv, None)
+    if parsed.mode == "command":
+        text = parsed.operand or ""
+        if guard_command(text, _cwd()).action == "refuse":
+            return REFUSED_STATUS
+        return launch(argv, text)
+    if parsed.mode == "script":
+        try:
+            text = _read_script(parsed.operand or "")
+        except OSError as exc:
+            decision = failure_decision(_reason(exc), os.environ)
+            _say(decision.message or "")
+            if decision.action == "refuse":
+                return REFUSED_STATUS
+            return launch(argv, None)
+        if text is None:  # unreadable or missing: bash reports it in its own words
+            return launch(argv, None)
+        if guard_command(text, _cwd()).action == "refuse":
+            return REFUSED_STATUS
+        return launch(argv, text)
+    # stdin
+    if os.isatty(0):
+        from guard.shell_interactive import interactive_session
+
+        return interactive_session(parsed, argv0)
+    data = _read_all(0)
+    text = data.decode("utf-8", "surrogateescape")
+    if guard_command(text, _cwd()).action == "refuse":
+        return REFUSED_STATUS
+    _replace_stdin(data)
+    return launch(argv, text)
+
+
+def main() -> None:
+    # Die of SIGINT like bash would while the guard is still deciding, without a traceback.
+    signal.signal(signal.SIGINT, signal.SIG_DFL)
+    try:
+        status = run(sys.argv[1:], sys.argv[0])
+    except KeyboardInterrupt:
+        status = 130
+    except Exception as exc:  # noqa: BLE001 - last resort: never a traceback
+        decision = failure_decision(_reason(exc), os.environ)
+        _say(decision.message or "")
+        if decision.action == "refuse":
+            status = REFUSED_STATUS
+        else:
+            status = _exec_real([os.fsencode(a) for a in sys.argv], original_environ())
+    sys.exit(status)
+
+
+if __name__ == "__main__":
+    main()
