@@ -204,24 +204,20 @@ def record_refusal(command: str, decision: Decision, cwd: str | None) -> None:
         from guard.audit import log
 
         env = dict(os.environ)
-        build = getattr(log, "build_record", None)
-        record = None
-        if build is not None and decision.verdict is not None:
-            try:
-                record = build(command=command, verdict=decision.verdict, cwd=cwd, env=env)
-            except TypeError:
-                record = build(command, decision.verdict, cwd, env)
-        if record is None:
-            v = decision.verdict
-            record = {
-                "cwd": cwd,
-                "command": command,
-                "verdict": "refuse",
-                "category": getattr(v, "category", None),
-                "rule": getattr(v, "rule", None),
-                "tool": getattr(v, "tool", None),
-                "error": decision.error,
-            }
+        v = decision.verdict
+        matched = getattr(v, "matched", None)
+        via = list(getattr(matched, "via", ()) or ())
+        record = log.build_record(
+            "refusal",
+            command,
+            cwd=cwd or "",
+            env=env,
+            verdict="refuse",
+            category=getattr(v, "category", None) or ("internal-error" if decision.error else None),
+            rule=getattr(v, "rule", None),
+            tool=getattr(v, "tool", None),
+            via=via,
+        )
         log.append_record(record, env)
     except Exception as exc:  # noqa: BLE001 - the log must never stop the shell
         _say(f"guard: warning: could not write the audit log: {_reason(exc)}")
@@ -272,7 +268,7 @@ def reset_signals() -> None:
 
 
 def _exec_real(argv: list[bytes], env: dict[bytes, bytes]) -> int:
-    shell = os.fsencode(real_shell())
+    shell = argv[0]
     reset_signals()
     try:
         sys.stdout.flush()
@@ -288,26 +284,41 @@ def _exec_real(argv: list[bytes], env: dict[bytes, bytes]) -> int:
 
 
 def _relay_runner() -> object | None:
-    """The stderr relay's ``run`` when the relay is installed, else None."""
+    """The stderr relay's ``run`` once the annotator has landed, else None (exec directly).
+
+    The only switch between the two ways of running an allowed command.
+    """
     try:
-        from guard.act import relay  # type: ignore[attr-defined]
-    except Exception:  # noqa: BLE001 - not there yet, or broken: exec instead
+        from importlib.util import find_spec
+
+        if find_spec("guard.act.annotate") is None:
+            return None
+        from guard.act import relay
+    except Exception:  # noqa: BLE001 - not there, or broken: exec instead
         return None
     return getattr(relay, "run", None)
 
 
-def launch(argv: list[bytes], command: str | None) -> int:
-    """Run the real shell with ``argv`` (``argv[0]`` included) and return its status.
+def launch(args: list[bytes], command: str | None) -> int:
+    """Run the real shell with bash arguments ``args`` and return its status.
 
-    The one place that chooses between exec-ing the shell and running it under the stderr
-    relay. With exec the call does not return on success.
+    ``$0`` of the real shell is its own path (``GUARD_REAL_SHELL``), as when it is called by
+    that path. Under the relay a death by signal is mirrored; with exec this does not return.
     """
+    shell = os.fsencode(real_shell())
     env = original_environ()
     run = _relay_runner()
-    if run is not None:
-        reset_signals()
-        return int(run([os.fsencode(real_shell()), *argv[1:]], argv0=argv[0], env=env))  # type: ignore[operator]
-    return _exec_real(argv, env)
+    if run is None:
+        return _exec_real([shell, *args], env)
+    reset_signals()
+    return int(
+        run(  # type: ignore[operator]
+            [os.fsdecode(a) for a in (shell, *args)],
+            {os.fsdecode(k): os.fsdecode(v) for k, v in env.items()},
+            command=command,
+            mirror_signal=True,
+        )
+    )
 
 
 def _read_all(fd: int) -> bytes:
@@ -388,10 +399,10 @@ def _cwd() -> str | None:
         return os.environ.get("PWD") or None
 
 
-def run(args: list[str], argv0: str) -> int:
+def run(args: list[str]) -> int:
     """Everything ``main`` does, minus the process exit. Returns the status when not exec-ing."""
     parsed = parse_args(args)
-    argv = [os.fsencode(argv0), *(os.fsencode(a) for a in args)]
+    argv = [os.fsencode(a) for a in args]
     if parsed.mode == "passthrough":
         return launch(argv, None)
     if parsed.mode == "command":
@@ -417,7 +428,7 @@ def run(args: list[str], argv0: str) -> int:
     if os.isatty(0):
         from guard.shell_interactive import interactive_session
 
-        return interactive_session(parsed, argv0)
+        return interactive_session(parsed)
     data = _read_all(0)
     text = data.decode("utf-8", "surrogateescape")
     if guard_command(text, _cwd()).action == "refuse":
@@ -430,7 +441,7 @@ def main() -> None:
     # Die of SIGINT like bash would while the guard is still deciding, without a traceback.
     signal.signal(signal.SIGINT, signal.SIG_DFL)
     try:
-        status = run(sys.argv[1:], sys.argv[0])
+        status = run(sys.argv[1:])
     except KeyboardInterrupt:
         status = 130
     except Exception as exc:  # noqa: BLE001 - last resort: never a traceback
@@ -439,7 +450,7 @@ def main() -> None:
         if decision.action == "refuse":
             status = REFUSED_STATUS
         else:
-            status = _exec_real([os.fsencode(a) for a in sys.argv], original_environ())
+            status = _exec_real([os.fsencode(real_shell()), *map(os.fsencode, sys.argv[1:])], original_environ())
     sys.exit(status)
 
 
