@@ -1,0 +1,56 @@
+"""Rendering untrusted text (commands, cwd, agent names) so a terminal shows it and obeys nothing.
+
+Log records come from many sandboxes and hold whatever an agent typed. Before any of it is
+printed, every character that a terminal could act on is replaced by a visible escape:
+
+* C0 controls (ESC, BEL, BS, ``\\r``, ``\\n`` …) and DEL → ``\\x1b``, ``\\x07``, ``\\r``, ``\\n``, ``\\t``;
+  with ESC gone, no CSI, OSC (title, OSC 52 clipboard, hyperlinks) or DCS sequence can start;
+* C1 controls U+0080–U+009F (8-bit CSI/OSC/DCS) → ``\\x9b`` …;
+* bidirectional overrides and isolates, zero-width and other invisible format characters, line
+  and paragraph separators, Unicode tag characters and lone surrogates → ``\\u202e`` ….
+"""
+
+from __future__ import annotations
+
+import re
+
+_UNSAFE = re.compile(
+    "[\x00-\x1f\x7f-\x9f"
+    "\u061c\u180e\u200b-\u200f\u2028-\u202e\u2060-\u2064\u2066-\u206f\ufeff\ufff9-\ufffb"
+    "\ud800-\udfff"
+    "\U000e0000-\U000e007f]"
+)
+_NAMED = {"\n": "\\n", "\r": "\\r", "\t": "\\t"}
+
+
+def _escape(m: re.Match[str]) -> str:
+    ch = m.group(0)
+    named = _NAMED.get(ch)
+    if named:
+        return named
+    code = ord(ch)
+    if code < 0x100:
+        return f"\\x{code:02x}"
+    if code < 0x10000:
+        return f"\\u{code:04x}"
+    return f"\\U{code:08x}"
+
+
+def inert(text: object) -> str:
+    """``text`` as a string a terminal displays without acting on any part of it."""
+    if text is None:
+        return "-"
+    s = text if isinstance(text, str) else str(text)
+    return _UNSAFE.sub(_escape, s)
+
+
+def clip(text: str, width: int) -> str:
+    """``text`` cut to ``width`` characters, ending in ``…`` when cut."""
+    if width <= 0 or len(text) <= width:
+        return text
+    return text[: max(0, width - 1)] + "…"
+
+
+def show(text: object, width: int = 0) -> str:
+    """Neutralise, then clip: the form every untrusted field takes in a text report."""
+    return clip(inert(text), width)
