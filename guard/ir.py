@@ -17,7 +17,7 @@ variable, a command substitution with side effects).  ``"/tmp/" + UNKNOWN`` is "
 from __future__ import annotations
 
 from dataclasses import dataclass, field
-from typing import Any, Union
+from typing import Any
 
 UNKNOWN = "\uffff"
 
@@ -81,7 +81,7 @@ class Arith:
     text: str
 
 
-Part = Union[Lit, Param, CmdSub, ProcSub, Arith]
+Part = Lit | Param | CmdSub | ProcSub | Arith
 
 
 @dataclass(frozen=True, slots=True)
@@ -193,7 +193,7 @@ class FunctionDef:
     source: str = ""
 
 
-Node = Union[Simple, Pipeline, AndOr, Sequence, Subshell, Group, FunctionDef]
+Node = Simple | Pipeline | AndOr | Sequence | Subshell | Group | FunctionDef
 
 
 @dataclass(frozen=True, slots=True)

@@ -1,0 +1,142 @@
+"""Classify stage: compiled YAML rules applied to resolved invocations → a Verdict."""
+
+from __future__ import annotations
+
+from dataclasses import replace
+
+from guard.context import Context
+from guard.ir import UNKNOWN, Invocation, Resolution, Script, Verdict
+from guard.policy.loader import RuleSet
+
+PRECEDENCE = ("publish", "create", "absent", "mutate", "token-search", "read-probe")
+WRITES = frozenset({"publish", "create", "absent", "mutate"})
+# What an allow rule exempts unless it says otherwise: publishing and token searches are refused
+# anywhere (SPEC §2), so no allow rule lifts them by default.
+DEFAULT_EXEMPT = ("create", "absent", "mutate", "read-probe")
+
+_warned = False
+
+
+def load(ctx: Context) -> RuleSet:
+    global _warned
+    from guard.policy import loader
+
+    rs = loader.load(ctx.rule_paths, ctx.config_path)
+    if rs.errors and not _warned:
+        _warned = True
+        loader.warn_once(rs)
+    return rs
+
+
+def effective_context(ctx: Context, rs: RuleSet) -> Context:
+    """Fill what the caller left open from the config (SPEC §7 precedence)."""
+    trees = ctx.trees or tuple(rs.config.get("trees") or ("/workspace",))
+    strict = ctx.strict or bool(rs.config.get("strict"))
+    if trees == ctx.trees and strict == ctx.strict:
+        return ctx
+    return replace(ctx, trees=trees, strict=strict)
+
+
+def world_of(ctx: Context, rs: RuleSet):
+    from guard.policy.facts import World
+
+    return World(
+        trees=ctx.trees,
+        env=ctx.env,
+        github_hosts=tuple(rs.config.get("github_hosts") or ()),
+        token_vars=frozenset(rs.config.get("token_vars") or ()),
+    )
+
+
+def classify(script: Script, res: Resolution, ctx: Context, rs: RuleSet) -> Verdict:
+    from guard.policy.facts import facts_for, where
+    from guard.policy.match import match
+    from guard.policy.messages import render
+
+    world = world_of(ctx, rs)
+    notes = list(res.unresolved)
+    hits: list[tuple[int, int, dict, Invocation, dict, bool]] = []
+    out: list[Invocation] = []
+    for idx, inv in enumerate(res.invocations):
+        facts = facts_for(inv, world)
+        in_tree = facts.get("repo") if "repo" in facts else where(inv.cwd, world)
+        out.append(replace(inv, facts={"in_tree": {"tree": True, "outside": False}.get(in_tree)}))
+        exempt: set[str] = set()
+        best: tuple[int, int, dict, bool] | None = None
+        for order, rule in enumerate(rs.rules):
+            m = match(rule["match"], facts)
+            if m is None:
+                continue
+            if rule.get("verdict") == "allow":
+                if m == "yes":
+                    exempt.update(rule.get("exempts") or DEFAULT_EXEMPT)
+                continue
+            cat = rule.get("category", "read-probe")
+            if m == "unknown" and not (cat in WRITES or ctx.strict):
+                notes.append(f"{_what(inv, facts)}: repository path unknown, not refused")
+                continue
+            rank = PRECEDENCE.index(cat) if cat in PRECEDENCE else 99
+            if best is None or (rank, order) < (best[0], best[1]):
+                best = (rank, order, rule, m == "unknown")
+        if best is not None and best[2].get("category") not in exempt:
+            hits.append((best[0], idx, best[2], inv, facts, best[3]))
+        elif best is not None:
+            # the best refusal is exempted: look for one of another category that is not
+            for order, rule in enumerate(rs.rules):
+                cat = rule.get("category", "read-probe")
+                if rule.get("verdict") == "allow" or cat in exempt:
+                    continue
+                m = match(rule["match"], facts)
+                if m is None or (m == "unknown" and not (cat in WRITES or ctx.strict)):
+                    continue
+                rank = PRECEDENCE.index(cat) if cat in PRECEDENCE else 99
+                hits.append((rank, idx, rule, inv, facts, m == "unknown"))
+                break
+    if not hits:
+        return Verdict("allow", invocations=tuple(out), unresolved=tuple(notes), parser=script.parser)
+    hits.sort(key=lambda h: (h[0], h[1]))
+    _, _, rule, inv, facts, unknown = hits[0]
+    others = []
+    for h in hits[1:]:
+        cat = h[2].get("category")
+        if cat != rule.get("category") and cat not in [o[0] for o in others]:
+            others.append((cat, _what(h[3], h[4])))
+    message = render(rule, inv, facts, ctx, rs.config, _what(inv, facts), unknown=unknown,
+                     others=others, scanned=script.parser == "scan")
+    return Verdict(
+        "refuse",
+        category=rule.get("category"),
+        rule=rule["id"],
+        tool=rule.get("tool"),
+        message=message,
+        invocations=tuple(out),
+        unresolved=tuple(notes),
+        parser=script.parser,
+        rule_source=rule.get("source"),
+        matched=inv,
+        also=tuple(o[0] for o in others),
+    )
+
+
+def _what(inv: Invocation, facts: dict) -> str:
+    """How the refused command was recognised: ``git push (via alias g)``."""
+    prog = facts.get("program") or inv.program
+    if prog in ("git", "gh") and facts.get("subcommand"):
+        text = f"{prog} {facts['subcommand']}"
+        if prog == "gh" and facts.get("action"):
+            text += f" {facts['action']}"
+        elif facts.get("subcommand") in ("stash", "worktree", "remote", "submodule", "bundle") and facts.get("action"):
+            text += f" {facts['action']}"
+    elif "http_method" in facts and facts.get("url"):
+        name = "an HTTP" if prog == "<http>" else prog
+        text = f"{name} {facts['http_method']} {facts['url']}"
+    elif prog == "<env-read>":
+        text = f"reading {inv.argv[1] if len(inv.argv) > 1 else 'the environment'}"
+    else:
+        text = " ".join(inv.argv)
+        if len(text) > 80:
+            text = text[:77] + "..."
+    text = text.replace(UNKNOWN, "…")
+    if inv.via:
+        text += f" (via {' → '.join(v.replace(UNKNOWN, '…') for v in inv.via)})"
+    return text

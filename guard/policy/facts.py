@@ -1,0 +1,604 @@
+"""What an invocation does, in terms the YAML rules match on.
+
+Each program family (git, gh, HTTP clients, file copies, token probes) has one pure function
+that reads an Invocation's static argv and returns a flat dict of facts. The rules never see argv
+parsing; the Python never decides a category.
+"""
+
+from __future__ import annotations
+
+import re
+from collections.abc import Mapping
+from dataclasses import dataclass
+from urllib.parse import urlsplit
+
+from guard import paths
+from guard.ir import UNKNOWN, Invocation
+
+
+@dataclass(frozen=True)
+class World:
+    """The configuration facts depend on."""
+
+    trees: tuple[str, ...]
+    env: Mapping[str, str]
+    github_hosts: tuple[str, ...]
+    token_vars: frozenset[str]
+
+    @property
+    def home(self) -> str:
+        return self.env.get("HOME") or "/root"
+
+
+def where(path: str | None, world: World) -> str | None:
+    """``"tree"``, ``"outside"`` or ``"unknown"`` for an absolute path (None: no path)."""
+    if path is None:
+        return None
+    if path.split("/")[1:2] == [UNKNOWN] or path.startswith(UNKNOWN) or path == "/" + UNKNOWN:
+        return "unknown"
+    hit = paths.in_trees(path, world.trees)
+    return "tree" if hit else ("outside" if hit is False else "unknown")
+
+
+def _combine(*places: str | None) -> str:
+    vals = [p for p in places if p is not None]
+    if "tree" in vals:
+        return "tree"
+    if "unknown" in vals:
+        return "unknown"
+    return "outside"
+
+
+def _split_args(args: tuple[str, ...]) -> tuple[list[str], set[str]]:
+    """Positional operands and flag names (``--x=y`` → ``--x``; ``-abc`` → ``-abc``, ``-a``…)."""
+    pos: list[str] = []
+    flags: set[str] = set()
+    dashdash = False
+    for a in args:
+        if dashdash or not a.startswith("-") or a == "-":
+            pos.append(a)
+        elif a == "--":
+            dashdash = True
+        elif a.startswith("--"):
+            flags.add(a.split("=", 1)[0])
+        else:
+            flags.add(a)
+            if len(a) > 2 and a[1] != "-":
+                flags.add(a[:2])
+                flags.update("-" + c for c in a[1:] if c.isalpha())
+    return pos, flags
+
+
+URL_RE = re.compile(r"^([a-z][a-z0-9+.-]*://|[\w.-]+@[\w.-]+:)", re.I)
+
+
+def is_url(s: str) -> bool:
+    return bool(URL_RE.match(s))
+
+
+# ----------------------------------------------------------------------------- git
+
+GIT_GLOBAL_WITH_ARG = frozenset(
+    {"-C", "-c", "--git-dir", "--work-tree", "--namespace", "--config-env", "--super-prefix", "--attr-source"}
+)
+GIT_INFO = frozenset({"--version", "--help", "-h", "--exec-path", "--html-path", "--man-path", "--info-path", "-v"})
+
+CLONE_WITH_ARG = frozenset(
+    {"-b", "--branch", "-o", "--origin", "-u", "--upload-pack", "--reference", "--reference-if-able",
+     "--depth", "--separate-git-dir", "-c", "--config", "--template", "-j", "--jobs", "--filter",
+     "--shallow-since", "--shallow-exclude", "--bundle-uri", "--server-option", "--ref-format"}
+)
+INIT_WITH_ARG = frozenset({"--template", "--separate-git-dir", "-b", "--initial-branch", "--object-format", "--ref-format"})
+CONFIG_READ = frozenset({"--get", "--get-all", "--get-regexp", "--get-urlmatch", "--list", "-l", "--show-origin", "--show-scope", "get", "list"})
+
+
+def _operands(args: tuple[str, ...], with_arg: frozenset[str]) -> list[str]:
+    out: list[str] = []
+    i = 0
+    while i < len(args):
+        a = args[i]
+        if a == "--":
+            out.extend(args[i + 1 :])
+            break
+        if a.startswith("-") and a != "-":
+            i += 2 if (a in with_arg) else 1
+            continue
+        out.append(a)
+        i += 1
+    return out
+
+
+def git_facts(inv: Invocation, world: World) -> dict:
+    argv = inv.argv
+    home = world.home
+    base = inv.cwd
+    gitdir = worktree = None
+    configs: list[str] = []
+    info = False
+    i = 1
+    while i < len(argv):
+        a = argv[i]
+        val = argv[i + 1] if i + 1 < len(argv) else ""
+        if a == "-C":
+            base = paths.real(paths.join(base, val, home)) if val else base
+            i += 2
+        elif a == "-c":
+            configs.append(val)
+            i += 2
+        elif a in ("--git-dir", "--work-tree"):
+            if a == "--git-dir":
+                gitdir = val
+            else:
+                worktree = val
+            i += 2
+        elif a.startswith("--git-dir="):
+            gitdir = a.split("=", 1)[1]
+            i += 1
+        elif a.startswith("--work-tree="):
+            worktree = a.split("=", 1)[1]
+            i += 1
+        elif a in GIT_GLOBAL_WITH_ARG:
+            i += 2
+        elif a in GIT_INFO or a.startswith("--exec-path=") or a.startswith("--list-cmds"):
+            info = True
+            i += 1
+        elif a.startswith("-"):
+            i += 1
+        else:
+            break
+    sub = argv[i] if i < len(argv) else None
+    rest = tuple(argv[i + 1 :])
+    env = dict(world.env)
+    env.update({k: v for k, v in inv.env.items() if v is not None})
+    gitdir = gitdir if gitdir is not None else (inv.env.get("GIT_DIR") if "GIT_DIR" in inv.env else env.get("GIT_DIR"))
+    worktree = worktree if worktree is not None else env.get("GIT_WORK_TREE")
+    gd = paths.real(paths.join(base, gitdir, home)) if gitdir else None
+    wt = paths.real(paths.join(base, worktree, home)) if worktree else None
+    if wt is not None:
+        repo = _combine(where(wt, world), where(gd, world))
+        repo_path = wt
+    elif gd is not None:
+        repo = _combine(where(gd, world), where(base, world))
+        repo_path = base
+    else:
+        repo = where(base, world) or "unknown"
+        repo_path = base
+    pos, flags = _split_args(rest)
+    facts: dict = {
+        "subcommand": sub,
+        "action": pos[0] if pos else None,
+        "args": pos,
+        "flags": flags,
+        "repo": repo,
+        "repo_path": repo_path,
+        "info": info and sub is None,
+        "configs": configs,
+        "url_arg": any(is_url(p) for p in pos),
+    }
+    dest = None
+    if sub == "clone":
+        ops = _operands(rest, CLONE_WITH_ARG)
+        if len(ops) >= 2:
+            dest = ops[1]
+        elif ops:
+            url = ops[0].rstrip("/")
+            name = url.rsplit("/", 1)[-1].rsplit(":", 1)[-1]
+            dest = name[:-4] if name.endswith(".git") else name
+            if "--bare" in flags or "--mirror" in flags:
+                dest = name if name.endswith(".git") else name + ".git"
+        if ops:
+            facts["url"] = ops[0]
+    elif sub == "init":
+        ops = _operands(rest, INIT_WITH_ARG)
+        dest = ops[0] if ops else "."
+    elif sub == "bundle" and pos[:1] == ["create"] and len(pos) > 1:
+        dest = pos[1]
+    elif sub == "config":
+        facts["config_read"] = bool(flags & CONFIG_READ) or (pos[:1] and pos[0] in ("get", "list")) or (
+            len(pos) == 1 and not flags & {"--unset", "--unset-all", "--add", "--replace-all", "--remove-section", "--rename-section", "-e", "--edit"})
+        if "--global" in flags:
+            facts["config_scope"] = "global"
+            xdg = env.get("XDG_CONFIG_HOME")
+            dest = paths.join("/", home) + "/.gitconfig" if not xdg else xdg + "/git/config"
+        elif "--system" in flags:
+            facts["config_scope"] = "system"
+            dest = "/etc/gitconfig"
+        elif "--file" in flags or "-f" in flags:
+            facts["config_scope"] = "file"
+            for j, a in enumerate(rest):
+                if a in ("--file", "-f") and j + 1 < len(rest):
+                    dest = rest[j + 1]
+                elif a.startswith("--file="):
+                    dest = a.split("=", 1)[1]
+        else:
+            facts["config_scope"] = "local"
+    if dest is not None:
+        full = paths.real(paths.join(base, dest, home))
+        facts["dest"] = where(full, world)
+        facts["dest_path"] = full
+    return facts
+
+
+# ----------------------------------------------------------------------------- gh
+
+GH_WITH_ARG = frozenset({"-R", "--repo", "--hostname"})
+
+
+def gh_facts(inv: Invocation, world: World) -> dict:
+    args = [a for a in inv.argv[1:]]
+    pos, flags = _split_args(tuple(args))
+    clean: list[str] = []
+    skip = False
+    for a in args:
+        if skip:
+            skip = False
+            continue
+        if a in GH_WITH_ARG:
+            skip = True
+            continue
+        if not a.startswith("-"):
+            clean.append(a)
+    facts: dict = {"subcommand": clean[0] if clean else None, "action": clean[1] if len(clean) > 1 else None,
+                   "args": clean[1:], "flags": flags}
+    if facts["subcommand"] == "api":
+        facts.update(gh_api(args, world))
+    if facts["subcommand"] == "repo" and facts["action"] == "clone":
+        ops = clean[2:]
+        if ops:
+            name = ops[0].rstrip("/").rsplit("/", 1)[-1]
+            dest = ops[1] if len(ops) > 1 else name
+            full = paths.real(paths.join(inv.cwd, dest, world.home))
+            facts["dest"] = where(full, world)
+            facts["dest_path"] = full
+    return facts
+
+
+def gh_api(args: list[str], world: World) -> dict:
+    method = None
+    fields = False
+    endpoint = None
+    query = ""
+    i = 1
+    while i < len(args):
+        a = args[i]
+        nxt = args[i + 1] if i + 1 < len(args) else ""
+        if a in ("-X", "--method"):
+            method = nxt.upper()
+            i += 2
+            continue
+        if a.startswith("--method="):
+            method = a.split("=", 1)[1].upper()
+        elif a.startswith("-X") and len(a) > 2:
+            method = a[2:].upper()
+        elif a in ("-f", "-F", "--field", "--raw-field", "--input"):
+            fields = True
+            if nxt.startswith("query="):
+                query = nxt
+            i += 2
+            continue
+        elif a.startswith(("--field=", "--raw-field=", "--input=")):
+            fields = True
+        elif a in ("-H", "--header", "-q", "--jq", "-t", "--template", "--hostname", "-p", "--preview", "--cache"):
+            i += 2
+            continue
+        elif not a.startswith("-") and endpoint is None:
+            endpoint = a
+        i += 1
+    endpoint = endpoint or ""
+    graphql = endpoint.strip("/") == "graphql"
+    if method is None:
+        method = "POST" if fields else "GET"
+    write = method not in ("GET", "HEAD")
+    if graphql:
+        write = "mutation" in query or (UNKNOWN in query)
+    return {"http_write": write, "http_method": method, "github": True, "endpoint": endpoint,
+            "http_path": "/" + endpoint.lstrip("/"), "graphql": graphql}
+
+
+# ----------------------------------------------------------------------------- HTTP clients
+
+CURL_WITH_ARG = frozenset(
+    "-X --request -H --header -d --data --data-raw --data-binary --data-ascii --data-urlencode --json -F --form "
+    "--form-string -o --output -u --user -A --user-agent -e --referer -b --cookie -c --cookie-jar -T --upload-file "
+    "--url -w --write-out -m --max-time --connect-timeout -K --config -x --proxy --retry --retry-delay --retry-max-time "
+    "-r --range -E --cert --key --cacert --capath -Y -y --limit-rate --resolve --interface --oauth2-bearer -z "
+    "--output-dir --max-redirs --proto --proto-redir -U --proxy-user --unix-socket --dns-servers --variable --expand-url"
+    .split()
+)
+CURL_DATA = frozenset("-d --data --data-raw --data-binary --data-ascii --data-urlencode --json -F --form --form-string".split())
+
+
+def curl_facts(inv: Invocation) -> dict:
+    args = inv.argv[1:]
+    method = None
+    urls: list[str] = []
+    data = False
+    body = ""
+    get = False
+    i = 0
+    while i < len(args):
+        a = args[i]
+        nxt = args[i + 1] if i + 1 < len(args) else ""
+        if a in ("-X", "--request"):
+            method = nxt.upper()
+        elif a.startswith("-X") and len(a) > 2 and not a.startswith("--"):
+            method = a[2:].upper()
+        elif a.startswith("--request="):
+            method = a.split("=", 1)[1].upper()
+        elif a in CURL_DATA:
+            data = True
+            body += nxt
+        elif a.startswith(("--data=", "--data-raw=", "--json=", "--data-binary=")) or (a.startswith("-d") and len(a) > 2 and not a.startswith("--")):
+            data = True
+            body += a.split("=", 1)[1] if a.startswith("--") else a[2:]
+        elif a in ("-T", "--upload-file"):
+            method = method or "PUT"
+        elif a in ("-G", "--get"):
+            get = True
+        elif a in ("-I", "--head"):
+            method = method or "HEAD"
+        elif a == "--url":
+            urls.append(nxt)
+        if a in CURL_WITH_ARG:
+            i += 2
+            continue
+        if not a.startswith("-"):
+            urls.append(a)
+        i += 1
+    if method is None:
+        method = "GET" if (get or not data) else "POST"
+    return {"http_method": method, "urls": urls, "body": body}
+
+
+def wget_facts(inv: Invocation) -> dict:
+    method = None
+    urls: list[str] = []
+    body = ""
+    args = inv.argv[1:]
+    i = 0
+    while i < len(args):
+        a = args[i]
+        if a.startswith("--method="):
+            method = a.split("=", 1)[1].upper()
+        elif a == "--method" and i + 1 < len(args):
+            method = args[i + 1].upper()
+            i += 1
+        elif a.startswith(("--post-data", "--post-file", "--body-data", "--body-file")):
+            method = method or "POST"
+            body += a.split("=", 1)[1] if "=" in a else ""
+        elif not a.startswith("-"):
+            urls.append(a)
+        elif a in ("-O", "-o", "-P", "-U", "--header", "-e", "--user", "--password", "-t", "-T", "-a", "-i"):
+            i += 1
+        i += 1
+    return {"http_method": method or "GET", "urls": urls, "body": body}
+
+
+HTTP_METHODS = frozenset({"GET", "POST", "PUT", "PATCH", "DELETE", "HEAD", "OPTIONS"})
+
+
+def httpie_facts(inv: Invocation) -> dict:
+    args = [a for a in inv.argv[1:]]
+    method = None
+    url = None
+    data = False
+    body = ""
+    form = any(a in ("-f", "--form", "--multipart") for a in args)
+    for a in args:
+        if a.startswith("-"):
+            continue
+        if method is None and url is None and a.upper() == a and a in HTTP_METHODS:
+            method = a
+            continue
+        if url is None:
+            url = a
+            continue
+        if "==" in a:
+            continue  # query string item
+        if re.match(r"^[^=:@]+(:=@|=@|:=|=|@)", a):
+            data = True
+            body += a + " "
+    if url and url.startswith(":"):
+        url = "http://localhost" + url[1:]
+    elif url and "://" not in url:
+        url = "https://" + url if inv.program in ("https", "xhs") else "http://" + url
+    if method is None:
+        method = "POST" if (data or form) else "GET"
+    return {"http_method": method, "urls": [url] if url else [], "body": body}
+
+
+def host_is_github(url: str, world: World) -> tuple[bool, str]:
+    """(whether the URL is a GitHub API or site host, the URL's path)."""
+    if "://" not in url:
+        url = "https://" + url
+    try:
+        parts = urlsplit(url.replace(UNKNOWN, "x"))
+        host = (parts.hostname or "").lower()
+        path = parts.path or "/"
+    except ValueError:
+        return False, ""
+    for h in world.github_hosts:
+        if h.startswith("*.") and (host.endswith(h[1:]) or host == h[2:]):
+            return True, path
+        if host == h:
+            return True, path
+    if path.startswith("/api/v3/") or path.rstrip("/") == "/api/graphql":
+        return True, path
+    return False, path
+
+
+def http_facts(inv: Invocation, world: World) -> dict:
+    prog = inv.program
+    if prog == "<http>":
+        h = inv.facts.get("http", {})
+        raw = {"http_method": (h.get("method") or "GET").upper(), "urls": [h.get("url") or ""], "body": h.get("body") or ""}
+    elif prog == "curl":
+        raw = curl_facts(inv)
+    elif prog == "wget":
+        raw = wget_facts(inv)
+    else:
+        raw = httpie_facts(inv)
+    github = False
+    gpath = ""
+    url = raw["urls"][0] if raw["urls"] else ""
+    for u in raw["urls"]:
+        hit, p = host_is_github(u, world)
+        if hit:
+            github, gpath, url = True, p, u
+            break
+    method = raw["http_method"]
+    body = raw["body"] or ""
+    graphql = gpath.rstrip("/").endswith("graphql")
+    write = method not in ("GET", "HEAD", "OPTIONS")
+    if graphql and method == "POST":
+        write = ("mutation" in body) or (UNKNOWN in body) or body.startswith("@")
+    oauth = github and (gpath.startswith("/login/oauth/access_token") or gpath.startswith("/login/device/code"))
+    return {"http_method": method, "github": github, "http_write": write and github and not oauth, "url": url,
+            "http_path": gpath, "graphql": graphql, "oauth": oauth}
+
+
+# ----------------------------------------------------------------------------- tokens
+
+TOKENISH = re.compile(r"token|secret|github|\bgh|pat\b|_pat|key|auth|cred|passw", re.I)
+TOKEN_PATTERNS = re.compile(r"gh[pousr]_|github_pat_")
+SEARCHERS = frozenset({"grep", "egrep", "fgrep", "rg", "ag", "ack", "awk", "gawk", "sed", "findstr", "sort", "jq"})
+ENV_DUMPERS = frozenset({"env", "printenv", "set", "export", "declare", "typeset", "compgen"})
+CRED_RE = re.compile(
+    r"(^|/)\.git-credentials$|(^|/)\.config/git/credentials$|(^|/)\.config/gh(/|$)|(^|/)[._]netrc$|"
+    r"^/proc/[^/]+/environ$|(^|/)hosts\.yml$"
+)
+MENTION_ONLY = frozenset({"echo", "printf", "unset", ":", "true", "rm"})
+
+
+def token_facts(inv: Invocation, world: World) -> dict:
+    facts: dict = {}
+    refs = set(inv.var_refs)
+    if inv.program == "<env-read>":
+        facts["token_ref"] = bool(refs & world.token_vars) or "*" in refs
+    elif refs & world.token_vars:
+        facts["token_ref"] = True
+    prog = inv.program
+    args = inv.argv[1:]
+    if prog == "printenv" and any(a in world.token_vars for a in args):
+        facts["token_ref"] = True
+    if prog in ENV_DUMPERS and _dumps_env(prog, args) and inv.pipe_to:
+        for nxt in inv.pipe_to:
+            if nxt and nxt[0].rsplit("/", 1)[-1] in SEARCHERS and any(TOKENISH.search(a) for a in nxt[1:]):
+                facts["env_search"] = True
+    if prog not in MENTION_ONLY:
+        home = world.home
+        for a in args:
+            a2 = paths.expand_tilde(a, home)
+            if CRED_RE.search(a2.replace(UNKNOWN, "x").rstrip("/")) or CRED_RE.search(a2.split("=", 1)[-1]):
+                if "hosts.yml" in a2 and ".config/gh" not in a2:
+                    continue
+                facts["cred_store"] = True
+                break
+    if prog in SEARCHERS or (prog == "git" and "grep" in args[:3]):
+        if any(TOKEN_PATTERNS.search(a) for a in args):
+            facts["token_grep"] = True
+    return facts
+
+
+def _dumps_env(prog: str, args: tuple[str, ...]) -> bool:
+    if prog in ("env", "printenv"):
+        return not any(not a.startswith("-") for a in args)
+    if prog in ("export", "declare", "typeset"):
+        return all(a.startswith("-") for a in args)
+    if prog == "compgen":
+        return "-v" in args or "-e" in args
+    return prog == "set" and not args
+
+
+# ----------------------------------------------------------------------------- files
+
+COPIERS = frozenset({"cp", "mv", "rsync", "install", "ln", "ditto"})
+WRITERS = frozenset({"tee", "touch", "mkdir", "cp", "mv", "install", "ln", "rsync", "dd", "truncate"})
+
+
+def file_facts(inv: Invocation, world: World) -> dict:
+    facts: dict = {}
+    home = world.home
+    targets = list(inv.writes)
+    prog = inv.program
+    pos = [a for a in inv.argv[1:] if not a.startswith("-")]
+    if prog in WRITERS:
+        if prog == "dd":
+            targets += [a[3:] for a in inv.argv[1:] if a.startswith("of=")]
+        elif prog in ("tee", "touch", "mkdir", "truncate"):
+            targets += pos
+        elif pos:
+            targets.append(_copy_dest(inv))
+    for t in targets:
+        full = paths.join(inv.cwd, t, home)
+        if paths.has_component(full.replace(UNKNOWN, "x"), ".git") and where(full, world) == "tree":
+            facts["dotgit_write"] = True
+            facts["dest_path"] = full
+    if prog in COPIERS and len(pos) >= 2:
+        dest = paths.real(paths.join(inv.cwd, _copy_dest(inv), home))
+        if where(dest, world) == "tree":
+            excl = " ".join(inv.argv).replace("'", "")
+            excluded = prog == "rsync" and re.search(r"--exclude[= ]\.git\b|--exclude[= ]\*?/?\.git", excl) is not None
+            for src in pos[:-1] if "-t" not in inv.argv else pos[1:]:
+                s = paths.join(inv.cwd, src, home)
+                if UNKNOWN in s or any(c in s for c in "*?["):
+                    continue
+                if _holds_repo(s) and not excluded:
+                    facts["repo_copy"] = True
+                    facts["dest_path"] = dest
+    if prog in ("pip", "pip3", "uv") and "install" in inv.argv:
+        argv = list(inv.argv)
+        for j, a in enumerate(argv):
+            if a in ("-e", "--editable") and j + 1 < len(argv) and argv[j + 1].startswith("git+"):
+                src = "src"
+                for k, b in enumerate(argv):
+                    if b == "--src" and k + 1 < len(argv):
+                        src = argv[k + 1]
+                full = paths.real(paths.join(inv.cwd, src, home))
+                facts["editable_vcs"] = where(full, world)
+                facts["url"] = argv[j + 1]
+    return facts
+
+
+def _copy_dest(inv: Invocation) -> str:
+    argv = inv.argv
+    for j, a in enumerate(argv):
+        if a in ("-t", "--target-directory") and j + 1 < len(argv):
+            return argv[j + 1]
+        if a.startswith("--target-directory="):
+            return a.split("=", 1)[1]
+    pos = [a for a in argv[1:] if not a.startswith("-")]
+    return pos[-1] if pos else "."
+
+
+def _holds_repo(path: str) -> bool:
+    import os
+
+    if path.rstrip("/").endswith("/.git"):
+        return True
+    try:
+        return os.path.exists(os.path.join(path, ".git"))
+    except (OSError, ValueError):
+        return False
+
+
+# ----------------------------------------------------------------------------- all
+
+HTTP_CLIENTS = frozenset({"curl", "wget", "http", "https", "xh", "xhs", "httpie", "<http>"})
+
+
+def facts_for(inv: Invocation, world: World) -> dict:
+    """Every fact the rules may match on, for one invocation."""
+    prog = inv.program
+    facts: dict = {"program": prog}
+    if prog == "git" or prog.startswith("git-"):
+        facts.update(git_facts(inv, world) if prog == "git" else git_facts(
+            Invocation("git", ("git", prog[4:], *inv.argv[1:]), inv.cwd, inv.env), world))
+        facts["program"] = "git"
+    elif prog == "gh":
+        facts.update(gh_facts(inv, world))
+    elif prog in HTTP_CLIENTS:
+        facts.update(http_facts(inv, world))
+    facts.update(token_facts(inv, world))
+    facts.update(file_facts(inv, world))
+    return facts

@@ -1,0 +1,56 @@
+"""Does a rule's ``match:`` block hold for an invocation's facts?
+
+Keys with special meaning: ``program``, ``subcommand``, ``action`` (a value or a list; ``null``
+in a list means "none given"), ``flags_any``, ``flags_all``, ``flags_none``, ``has_args``,
+``args_match`` (a substring any operand contains), ``http_path_has``. Every other key compares
+the fact of that name with a value or a list of values.
+
+A fact of ``"unknown"`` where the rule wants ``"tree"`` matches *provisionally*: the caller
+decides whether an unknown path is enough to refuse (it is for writes, SPEC §9.11).
+"""
+
+from __future__ import annotations
+
+from typing import Any
+
+SPECIAL = frozenset({"flags_any", "flags_all", "flags_none", "has_args", "args_match", "http_path_has"})
+
+
+def _as_list(v: Any) -> list[Any]:
+    return v if isinstance(v, list) else [v]
+
+
+def match(cond: dict[str, Any], facts: dict[str, Any]) -> str | None:
+    """``"yes"``, ``"unknown"`` (held only if an unknown path is taken as in the tree) or None."""
+    unknown = False
+    for key, want in cond.items():
+        if key in SPECIAL:
+            if not _special(key, want, facts):
+                return None
+            continue
+        have = facts.get(key)
+        wants = _as_list(want)
+        if have in wants:
+            continue
+        if have == "unknown" and "tree" in wants:
+            unknown = True
+            continue
+        return None
+    return "unknown" if unknown else "yes"
+
+
+def _special(key: str, want: Any, facts: dict[str, Any]) -> bool:
+    flags = facts.get("flags") or set()
+    if key == "flags_any":
+        return any(f in flags for f in _as_list(want))
+    if key == "flags_all":
+        return all(f in flags for f in _as_list(want))
+    if key == "flags_none":
+        return not any(f in flags for f in _as_list(want))
+    if key == "has_args":
+        return bool(facts.get("args")) == bool(want)
+    if key == "args_match":
+        return any(str(w) in a for w in _as_list(want) for a in facts.get("args") or [])
+    if key == "http_path_has":
+        return any(str(w) in (facts.get("http_path") or "") for w in _as_list(want))
+    return False

@@ -1,0 +1,325 @@
+"""What a program does with its argv once the argv is known: wrappers run another program, shells
+and ``eval`` run code, interpreters run inline programs, scripts run their contents."""
+
+from __future__ import annotations
+
+import os
+from typing import TYPE_CHECKING
+
+from guard import paths
+from guard.ir import UNKNOWN
+from guard.resolve.state import State
+from guard.resolve.words import PROCSUB_PATH as FAKE_PROCSUB
+from guard.resolve.wrappers import SHELLS, WRAPPERS, basename
+
+if TYPE_CHECKING:
+    from guard.resolve.walk import Frame, Walker
+
+SCRIPT_CAP = 512 * 1024
+
+
+def run(
+    w: Walker,
+    argv: tuple[str, ...],
+    st: State,
+    fr: Frame,
+    env: dict[str, str | None],
+    stdin: str | None,
+    writes: tuple[str, ...],
+    refs: list[str],
+    pos: tuple[int, int],
+    cwd: str | None = None,
+) -> tuple[str, ...] | None:
+    """Unwrap ``argv``, follow what it runs, and emit the invocations. Returns the final argv."""
+    from guard.resolve.walk import Frame
+
+    cwd = cwd or st.cwd
+    env = dict(env)
+    home = _home(st)
+    for _ in range(16):
+        if not argv:
+            return None
+        handler = WRAPPERS.get(basename(argv[0]))
+        inner = handler(argv) if handler else None
+        if inner is None:
+            break
+        if inner.keep_outer:
+            w.emit(argv, st, fr, env, stdin, writes, refs, pos, cwd=cwd)
+        env.update(inner.env)
+        if inner.cwd:
+            cwd = paths.real(paths.join(cwd, inner.cwd, home))
+        if inner.shell is not None:
+            sub = _child(st, cwd, env)
+            w.string(inner.shell, sub, fr, inner.via, stdin)
+            return None
+        fr = Frame(fr.via + (inner.via,), fr.depth, fr.lang)
+        argv = inner.argv
+    prog = basename(argv[0])
+    if prog in SHELLS and _shell(w, argv, st, fr, cwd, env, stdin):
+        return argv
+    if prog == "eval":
+        w.string(" ".join(argv[1:]), st, fr, "eval")
+        return argv
+    if prog in ("source", ".") and len(argv) > 1:
+        text = read_script(argv[1], st, cwd)
+        if text is None:
+            w.sink.note(f"{prog} {argv[1]}: script not readable, not analysed")
+        else:
+            w.string(text, st, fr, f"{prog} {_show(argv[1])}")
+        return argv
+    if _interpreter(w, argv, st, fr, cwd, env, stdin):
+        w.emit(argv, st, fr, env, stdin, writes, refs, pos, cwd=cwd)
+        return argv
+    if "/" in argv[0] and _executable_script(w, argv, st, fr, cwd, env):
+        return argv
+    w.emit(argv, st, fr, env, stdin, writes, refs, pos, cwd=cwd)
+    return argv
+
+
+def _home(st: State) -> str:
+    h = st.vars.get("HOME")
+    return h if isinstance(h, str) else "/root"
+
+
+def _show(s: str) -> str:
+    return s.replace(UNKNOWN, "…")
+
+
+def _child(st: State, cwd: str, env: dict[str, str | None]) -> State:
+    sub = st.copy()
+    sub.cwd = cwd
+    for k, v in env.items():
+        sub.vars[k] = v
+    return sub
+
+
+def read_script(path: str, st: State, cwd: str) -> str | None:
+    """Contents of a script the command runs: one it wrote itself, else the file on disk."""
+    if UNKNOWN in path:
+        return None
+    full = paths.join(cwd, path, _home(st))
+    if full in st.files:
+        return st.files[full]
+    if path == FAKE_PROCSUB:
+        return st.files.get(FAKE_PROCSUB)
+    try:
+        with open(full, "rb") as f:
+            data = f.read(SCRIPT_CAP + 1)
+    except OSError:
+        return None
+    if len(data) > SCRIPT_CAP or b"\0" in data[:4096]:
+        return None
+    return data.decode("utf-8", "replace")
+
+
+def _shell(
+    w: Walker, argv: tuple[str, ...], st: State, fr: Frame, cwd: str, env: dict[str, str | None], stdin: str | None
+) -> bool:
+    prog = basename(argv[0])
+    if prog == "busybox":
+        if len(argv) < 2 or argv[1] not in ("sh", "ash", "bash"):
+            return False
+        argv = argv[1:]
+        prog = argv[0]
+    i, has_c, has_s = 1, False, False
+    while i < len(argv):
+        a = argv[i]
+        if a == "--" or a == "-":
+            i += 1
+            break
+        if a in ("-o", "+o", "-O", "+O", "--rcfile", "--init-file"):
+            i += 2
+            continue
+        if a.startswith("--"):
+            i += 1
+            continue
+        if a[:1] in ("-", "+") and len(a) > 1:
+            if a[0] == "-" and "c" in a[1:]:
+                has_c = True
+            if "s" in a[1:]:
+                has_s = True
+            i += 1
+            continue
+        break
+    rest = argv[i:]
+    if has_c:
+        if not rest:
+            return False
+        sub = _child(st, cwd, env)
+        sub.positional = list(rest[2:])
+        w.string(rest[0], sub, fr, f"{prog} -c")
+        return True
+    if rest and not has_s:
+        text = read_script(rest[0], st, cwd)
+        if text is None:
+            w.sink.note(f"{prog} {_show(rest[0])}: script not readable, not analysed")
+            return False
+        sub = _child(st, cwd, env)
+        sub.positional = list(rest[1:])
+        w.string(text, sub, fr, f"{prog} {_show(rest[0])}")
+        return True
+    if stdin is not None:
+        sub = _child(st, cwd, env)
+        w.string(stdin, sub, fr, f"{prog} stdin")
+        return True
+    w.sink.note(f"{prog} reads commands from standard input that could not be determined")
+    return False
+
+
+INLINE_FLAGS = {
+    "python": ("-c",),
+    "node": ("-e", "--eval", "-p", "--print"),
+    "perl": ("-e", "-E"),
+    "ruby": ("-e",),
+    "php": ("-r",),
+}
+
+
+def _interpreter(
+    w: Walker, argv: tuple[str, ...], st: State, fr: Frame, cwd: str, env: dict[str, str | None], stdin: str | None
+) -> bool:
+    """Analyse an inline program (``python -c``, ``node -e``, heredoc, a script file)."""
+    try:
+        from guard.resolve.inline import INTERPRETERS
+    except ImportError:
+        return False
+    lang = INTERPRETERS.get(basename(argv[0]))
+    if lang is None:
+        return False
+    code, label = _inline_source(lang, argv, st, cwd, stdin)
+    if code is None:
+        return False
+    inline_findings(w, lang, code, label, st, fr, cwd, env)
+    return True
+
+
+def _inline_source(
+    lang: str, argv: tuple[str, ...], st: State, cwd: str, stdin: str | None
+) -> tuple[str | None, str]:
+    prog = basename(argv[0])
+    if lang == "awk":
+        i = 1
+        while i < len(argv) and argv[i].startswith("-"):
+            if argv[i] == "-f" and i + 1 < len(argv):
+                return read_script(argv[i + 1], st, cwd), f"awk -f {_show(argv[i + 1])}"
+            i += 2 if argv[i] in ("-F", "-v") else 1
+        return (argv[i], "awk") if i < len(argv) else (None, "")
+    flags = INLINE_FLAGS.get(lang, ())
+    for j, a in enumerate(argv[1:], start=1):
+        for f in flags:
+            if a == f and j + 1 < len(argv):
+                return argv[j + 1], f"{prog} {f}"
+            if a.startswith(f) and len(f) == 2 and len(a) > 2 and not a.startswith("--"):
+                return a[2:], f"{prog} {f}"
+        if a == "-m" and lang == "python":
+            return None, ""
+        if a == "-" or (not a.startswith("-")):
+            if a == "-":
+                return stdin, f"{prog} stdin"
+            text = read_script(a, st, cwd)
+            return text, f"{prog} {_show(a)}"
+    if stdin is not None:
+        return stdin, f"{prog} stdin"
+    return None, ""
+
+
+def inline_findings(
+    w: Walker, lang: str, code: str, label: str, st: State, fr: Frame, cwd: str, env: dict[str, str | None]
+) -> None:
+    from guard.resolve.inline import analyze_inline
+    from guard.resolve.walk import Frame
+
+    findings, notes = analyze_inline(lang, code)
+    for n in notes[:5]:
+        w.sink.note(n)
+    for f in findings:
+        sub_fr = Frame(fr.via + (f"{label}: {f.detail}" if f.detail else label,), fr.depth + 1, lang)
+        fcwd = paths.real(paths.join(cwd, f.cwd, _home(st))) if f.cwd else cwd
+        if f.kind == "argv" and f.argv:
+            run(w, tuple(f.argv), _child(st, fcwd, env), sub_fr, dict(env), None, (), [], (0, 0), cwd=fcwd)
+        elif f.kind == "shell" and f.shell:
+            w.string_in(f.shell, _child(st, fcwd, env), Frame(sub_fr.via, sub_fr.depth, "sh"))
+        elif f.kind == "http":
+            w.emit(("<http>", f.method or "GET", f.url), st, sub_fr, env, None, (), [], (0, 0), program="<http>",
+                   cwd=fcwd, facts={"http": {"method": f.method or "GET", "url": f.url, "body": f.body}})
+        elif f.kind == "token":
+            w.emit(("<env-read>", f.var), st, sub_fr, env, None, (), [f.var], (0, 0), program="<env-read>",
+                   cwd=fcwd)
+        elif f.kind == "gitlib":
+            gitargv = tuple(f.argv) if f.argv else ("git", f.op or UNKNOWN)
+            w.emit(gitargv, st, sub_fr, env, None, (), [], (0, 0), program="git", cwd=fcwd)
+
+
+def _executable_script(
+    w: Walker, argv: tuple[str, ...], st: State, fr: Frame, cwd: str, env: dict[str, str | None]
+) -> bool:
+    """``./deploy.sh``: read the shebang and analyse the contents with the right engine."""
+    text = read_script(argv[0], st, cwd)
+    if text is None:
+        return False
+    first = text.split("\n", 1)[0]
+    interp = ""
+    if first.startswith("#!"):
+        parts = first[2:].split()
+        if parts:
+            interp = basename(parts[0])
+            if interp == "env" and len(parts) > 1:
+                interp = basename(parts[-1] if parts[1].startswith("-") else parts[1])
+    if interp in SHELLS or not interp:
+        sub = _child(st, cwd, env)
+        sub.positional = list(argv[1:])
+        w.string(text, sub, fr, _show(argv[0]))
+        return True
+    try:
+        from guard.resolve.inline import INTERPRETERS
+    except ImportError:
+        return False
+    lang = INTERPRETERS.get(interp.rstrip("0123456789."), INTERPRETERS.get(interp))
+    if lang:
+        inline_findings(w, lang, text, _show(argv[0]), st, fr, cwd, env)
+        return False  # still emit the script itself
+    return False
+
+
+# ---------------------------------------------------------------------------- outputs
+
+
+def output_of(argv: tuple[str, ...] | None, stdin: str | None, st: State | None = None) -> str | None:
+    """The stdout of a static command when it is deterministic, else None."""
+    if not argv or any(UNKNOWN in a for a in argv):
+        return None
+    prog = basename(argv[0])
+    if prog == "mktemp":
+        return _mktemp(argv, st)
+    if prog == "pwd" and st is not None:
+        return st.cwd + "\n"
+    try:
+        from guard.resolve.compute import evaluate
+    except ImportError:
+        return None
+    try:
+        return evaluate([argv], stdin)
+    except Exception:  # the evaluator is best effort; never let it break the analysis
+        return None
+
+
+def _mktemp(argv: tuple[str, ...], st: State | None) -> str:
+    base = None
+    tmp = "/tmp"
+    if st is not None:
+        t = st.vars.get("TMPDIR")
+        tmp = t if isinstance(t, str) and t else "/tmp"
+    for j, a in enumerate(argv[1:], start=1):
+        if a in ("-p", "--tmpdir") and j + 1 < len(argv):
+            base = argv[j + 1]
+        elif a.startswith("--tmpdir="):
+            base = a.split("=", 1)[1]
+        elif a.startswith("-p") and len(a) > 2:
+            base = a[2:]
+    base = base or tmp
+    if st is not None:
+        base = paths.join(st.cwd, base, _home(st))
+    return base.rstrip("/") + "/" + UNKNOWN + "\n"
+
+
+__all__ = ["run", "output_of", "read_script", "os"]

@@ -1,0 +1,56 @@
+"""The shell state the resolver tracks while it walks a command: cwd, variables, aliases,
+functions, files the command wrote. Subshells work on a copy."""
+
+from __future__ import annotations
+
+from dataclasses import dataclass, field
+
+from guard.ir import FunctionDef, Invocation
+
+# A variable's value: a string (may hold UNKNOWN), a list for arrays, or None when the variable
+# is set to something we cannot know.
+Value = str | list[str] | None
+
+
+@dataclass
+class State:
+    cwd: str
+    vars: dict[str, Value]
+    aliases: dict[str, str] = field(default_factory=dict)
+    functions: dict[str, FunctionDef | str] = field(default_factory=dict)
+    dirstack: list[str] = field(default_factory=list)
+    positional: list[str] | None = None  # None: unknown ($1… of the outer shell)
+    exported: dict[str, str | None] = field(default_factory=dict)  # assigned+exported in the command
+    files: dict[str, str] = field(default_factory=dict)  # path → content written by the command
+
+    def copy(self) -> State:
+        return State(
+            cwd=self.cwd,
+            vars=dict(self.vars),
+            aliases=dict(self.aliases),
+            functions=dict(self.functions),
+            dirstack=list(self.dirstack),
+            positional=None if self.positional is None else list(self.positional),
+            exported=dict(self.exported),
+            files=self.files,  # shared on purpose: a file written in a subshell exists after it
+        )
+
+
+@dataclass
+class Sink:
+    """Where the walk puts what it finds. Limits keep hostile input bounded."""
+
+    invocations: list[Invocation] = field(default_factory=list)
+    unresolved: list[str] = field(default_factory=list)
+    budget: int = 20000  # nodes visited at most
+    max_depth: int = 40  # nested re-parses (bash -c, eval, alias, function calls) at most
+
+    def note(self, text: str) -> None:
+        if text not in self.unresolved and len(self.unresolved) < 50:
+            self.unresolved.append(text)
+
+    def spend(self) -> bool:
+        self.budget -= 1
+        if self.budget == 0:
+            self.note("command too large: analysis stopped after 20000 nodes")
+        return self.budget > 0

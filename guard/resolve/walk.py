@@ -1,0 +1,325 @@
+"""Walk the IR, tracking shell state, and emit every program the command would run.
+
+``Walker`` visits nodes; what a *program* does once its argv is known (wrappers, nested shells,
+interpreters, scripts) is in ``guard.resolve.programs``.
+"""
+
+from __future__ import annotations
+
+from dataclasses import dataclass
+
+from guard import paths
+from guard.context import Context
+from guard.ir import (
+    UNKNOWN,
+    AndOr,
+    CmdSub,
+    FunctionDef,
+    Group,
+    Invocation,
+    Lit,
+    Node,
+    Pipeline,
+    Redirect,
+    Script,
+    Sequence,
+    Simple,
+    Subshell,
+    Word,
+)
+from guard.resolve import builtins, programs
+from guard.resolve.state import Sink, State
+from guard.resolve.words import expand_one, expand_word
+
+OUTPUT_OPS = frozenset({">", ">>", ">|", "&>", "&>>", "<>"})
+
+
+@dataclass(frozen=True)
+class Frame:
+    via: tuple[str, ...] = ()
+    depth: int = 0
+    lang: str = "sh"
+
+
+class Walker:
+    def __init__(self, ctx: Context, sink: Sink) -> None:
+        self.ctx = ctx
+        self.sink = sink
+
+    # ------------------------------------------------------------------ nodes
+
+    def node(self, n: Node | None, st: State, fr: Frame, stdin: str | None = None) -> tuple[str, ...] | None:
+        """Walk a node; for a simple command return its final static argv (for pipes)."""
+        if n is None or not self.sink.spend():
+            return None
+        if isinstance(n, Simple):
+            return self.simple(n, st, fr, stdin)
+        if isinstance(n, Pipeline):
+            self.pipeline(n, st, fr, stdin)
+        elif isinstance(n, AndOr):
+            for i, item in enumerate(n.items):
+                self.node(item, st, fr, stdin if i == 0 else None)
+        elif isinstance(n, Sequence):
+            for item in n.items:
+                self.node(item, st, fr)
+        elif isinstance(n, Subshell):
+            self.redirects(n.redirects, st, fr)
+            self.node(n.body, st.copy(), fr, stdin)
+        elif isinstance(n, Group):
+            self.group(n, st, fr, stdin)
+        elif isinstance(n, FunctionDef):
+            st.functions[n.name] = n
+        return None
+
+    def group(self, n: Group, st: State, fr: Frame, stdin: str | None) -> None:
+        self.redirects(n.redirects, st, fr)
+        items: list[str] = []
+        for w in n.words:
+            items.extend(self.expand(w, st, fr))
+        body_stdin = stdin if stdin is not None else self.heredoc_stdin(n.redirects, st, fr)
+        if n.loop_var and n.kind in ("for", "select"):
+            values = items if (items and len(items) <= 4 and all(UNKNOWN not in v for v in items)) else [UNKNOWN]
+            for v in values:
+                st.vars[n.loop_var] = v
+                for b in n.body:
+                    self.node(b, st, fr, body_stdin)
+            return
+        for b in n.body:
+            self.node(b, st, fr, body_stdin)
+
+    def pipeline(self, n: Pipeline, st: State, fr: Frame, stdin: str | None) -> str | None:
+        """Walk the stages, feeding each the known output of the one before; return the last
+        stage's output when it is deterministic."""
+        stage_starts: list[int] = []
+        flow = stdin
+        for cmd in n.commands:
+            stage_starts.append(len(self.sink.invocations))
+            # each stage of a multi-stage pipeline runs in a subshell in bash
+            sub = st.copy() if len(n.commands) > 1 else st
+            argv = self.node(cmd, sub, fr, flow)
+            flow = programs.output_of(argv, flow, sub) if argv is not None else None
+            if len(n.commands) > 1:
+                st.files = sub.files
+        # tell each stage what its output is piped into
+        stage_starts.append(len(self.sink.invocations))
+        invs = self.sink.invocations
+        for s in range(len(n.commands) - 1):
+            later = tuple(
+                invs[stage_starts[t]].argv
+                for t in range(s + 1, len(n.commands))
+                if stage_starts[t] < stage_starts[t + 1]
+            )
+            for k in range(stage_starts[s], stage_starts[s + 1]):
+                inv = invs[k]
+                if inv.via == invs[stage_starts[s]].via:
+                    invs[k] = _with(inv, pipe_to=later)
+        return flow
+
+    def simple(self, n: Simple, st: State, fr: Frame, stdin: str | None) -> tuple[str, ...] | None:
+        refs: list[str] = []
+        # assignments: values are expanded (their substitutions run) in order
+        assigned: dict[str, str | list[str] | None] = {}
+        for a in n.assigns:
+            if a.array is not None:
+                vals: list[str] = []
+                for w in a.array:
+                    vals.extend(self.expand(w, st, fr, refs))
+                value: str | list[str] | None = vals
+            else:
+                value = self.expand_one(a.value, st, fr, refs) if a.value is not None else ""
+            if a.index is not None:
+                value = None
+            if a.append and isinstance(value, str):
+                old = st.vars.get(a.name)
+                value = (old if isinstance(old, str) else UNKNOWN) + value
+            assigned[a.name] = value
+        writes, in_stdin = self.redirect_effects(n.redirects, st, fr, refs)
+        if stdin is None:
+            stdin = in_stdin
+        argv: list[str] = []
+        for w in n.words:
+            argv.extend(self.expand(w, st, fr, refs))
+        if not n.words:
+            st.vars.update(assigned)
+            if refs:
+                self.emit(("",), st, fr, {}, stdin, writes, refs, n.pos, program=":assign")
+            return None
+        if not argv:
+            # every word expanded to nothing (e.g. "$EMPTY"): nothing runs
+            return None
+        env = {k: (v if isinstance(v, str) else None) for k, v in assigned.items()}
+        # aliases apply to the first word when it was written as a plain literal
+        first = n.words[0]
+        if (
+            first.literal is not None
+            and first.literal in st.aliases
+            and fr.depth < self.sink.max_depth
+            and not (len(first.parts) == 1 and isinstance(first.parts[0], Lit) and first.parts[0].quoted)
+            and not first.raw.startswith("\\")
+        ):
+            return self.alias(n, first.literal, st, fr)
+        name = argv[0]
+        if name in st.functions and fr.depth < self.sink.max_depth:
+            return self.call_function(name, argv, st, fr, stdin)
+        builtins.apply(argv, st)
+        final = programs.run(self, tuple(argv), st, fr, env, stdin, writes, refs, n.pos)
+        return final
+
+    # ------------------------------------------------------------------ indirections
+
+    def alias(self, n: Simple, name: str, st: State, fr: Frame) -> tuple[str, ...] | None:
+        value = st.aliases.pop(name)  # bash does not expand an alias inside itself
+        rest = " ".join(w.raw for w in n.words[1:])
+        try:
+            self.string(value + (" " + rest if rest else ""), st, fr, f"alias {name}")
+        finally:
+            st.aliases.setdefault(name, value)
+        return None
+
+    def call_function(self, name: str, argv: list[str], st: State, fr: Frame, stdin: str | None) -> None:
+        body = st.functions[name]
+        saved = st.positional
+        st.positional = list(argv[1:])
+        inner_fr = Frame(fr.via + (f"function {name}",), fr.depth + 1, fr.lang)
+        guard_name = st.functions.pop(name)  # no infinite recursion
+        try:
+            if isinstance(body, FunctionDef):
+                self.node(body.body, st, inner_fr, stdin)
+            else:
+                self.string_in(body, st, inner_fr)
+                if name in st.functions and isinstance(st.functions[name], FunctionDef):
+                    fn = st.functions.pop(name)
+                    self.node(fn.body, st, inner_fr, stdin)
+        finally:
+            st.functions[name] = guard_name
+            st.positional = saved
+        return None
+
+    def string(self, text: str, st: State, fr: Frame, via: str, stdin: str | None = None) -> None:
+        """Parse and walk shell code (``bash -c``, ``eval``, alias values…) in state ``st``."""
+        if fr.depth >= self.sink.max_depth:
+            self.sink.note(f"nesting deeper than {self.sink.max_depth} levels not analysed ({via})")
+            return
+        self.string_in(text, st, Frame(fr.via + (via,), fr.depth + 1, "sh"), stdin)
+
+    def string_in(self, text: str, st: State, fr: Frame, stdin: str | None = None) -> None:
+        from guard.parse import parse
+
+        if UNKNOWN in text:
+            self.sink.note(f"{' → '.join(fr.via) or 'command'}: shell code with unknown parts")
+        script = parse(text)
+        if script.parser in ("scan", "none") and script.error:
+            self.sink.note(f"{' → '.join(fr.via)}: could not parse nested shell code ({script.parser})")
+        self.node(script.body, st, fr, stdin)
+
+    # ------------------------------------------------------------------ words and redirects
+
+    def subst(self, script: Script, st: State, fr: Frame | None = None) -> str | None:
+        """Walk a substitution's commands and return its output when deterministic."""
+        fr = fr or Frame()
+        inner = st.copy()
+        sub_fr = Frame(fr.via + ("$(…)",), fr.depth, fr.lang)
+        body = script.body
+        if isinstance(body, Pipeline):
+            out = self.pipeline(body, inner, sub_fr, None)
+        else:
+            argv = self.node(body, inner, sub_fr)
+            out = programs.output_of(argv, None, inner) if isinstance(body, Simple) and argv else None
+        st.files = inner.files
+        return out
+
+    def expand(self, w: Word, st: State, fr: Frame, refs: list[str] | None = None) -> list[str]:
+        return expand_word(w, st, lambda s, state: self.subst(s, state, fr), refs)
+
+    def expand_one(self, w: Word, st: State, fr: Frame, refs: list[str] | None = None) -> str:
+        return expand_one(w, st, lambda s, state: self.subst(s, state, fr), refs)
+
+    def redirects(self, rs: tuple[Redirect, ...], st: State, fr: Frame) -> None:
+        self.redirect_effects(rs, st, fr, [])
+
+    def heredoc_stdin(self, rs: tuple[Redirect, ...], st: State, fr: Frame) -> str | None:
+        for r in rs:
+            if r.op in ("<<", "<<-") and r.body is not None:
+                return self.expand_one(r.body, st, fr)
+        return None
+
+    def redirect_effects(
+        self, rs: tuple[Redirect, ...], st: State, fr: Frame, refs: list[str]
+    ) -> tuple[tuple[str, ...], str | None]:
+        writes: list[str] = []
+        stdin: str | None = None
+        for r in rs:
+            if r.op in ("<<", "<<-"):
+                if r.body is not None:
+                    stdin = self.expand_one(r.body, st, fr, refs)
+                continue
+            if r.target is None:
+                continue
+            target = self.expand_one(r.target, st, fr, refs)
+            if r.op == "<<<":
+                stdin = target + "\n"
+            elif r.op in OUTPUT_OPS and not target.isdigit() and target != "-":
+                writes.append(paths.join(st.cwd, target, str(st.vars.get("HOME") or "/root")))
+            elif r.op == "<" and (r.fd in (None, 0)):
+                stdin = st.files.get(paths.join(st.cwd, target))
+        return tuple(writes), stdin
+
+    # ------------------------------------------------------------------ output
+
+    def emit(
+        self,
+        argv: tuple[str, ...],
+        st: State,
+        fr: Frame,
+        env: dict[str, str | None],
+        stdin: str | None,
+        writes: tuple[str, ...],
+        refs: list[str],
+        pos: tuple[int, int],
+        program: str | None = None,
+        cwd: str | None = None,
+        facts: dict | None = None,
+    ) -> None:
+        from guard.resolve.wrappers import basename
+
+        prog = program or (basename(argv[0]) if argv else "")
+        merged = dict(st.exported)
+        merged.update(env)
+        self.sink.invocations.append(
+            Invocation(
+                program=prog,
+                argv=argv,
+                cwd=cwd or st.cwd,
+                env=merged,
+                via=fr.via,
+                stdin=stdin,
+                writes=writes,
+                var_refs=tuple(dict.fromkeys(refs)),
+                pos=pos,
+                lang=fr.lang,
+                facts=facts or {},
+            )
+        )
+
+
+def _with(inv: Invocation, **kw: object) -> Invocation:
+    from dataclasses import replace
+
+    return replace(inv, **kw)
+
+
+def walk_script(script: Script, ctx: Context, sink: Sink) -> None:
+    st = initial_state(ctx)
+    w = Walker(ctx, sink)
+    w.node(script.body, st, Frame())
+
+
+def initial_state(ctx: Context) -> State:
+    st = State(cwd=paths.normalise(ctx.cwd), vars=dict(ctx.env))
+    st.aliases.update(ctx.aliases)
+    for name, src in ctx.functions.items():
+        st.functions[name] = src
+    return st
+
+
+__all__ = ["Walker", "Frame", "walk_script", "initial_state", "CmdSub"]

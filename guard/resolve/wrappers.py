@@ -1,0 +1,316 @@
+"""Programs that run another program: strip their options and say what runs inside.
+
+Each handler takes the argv (static strings) and returns an ``Inner`` or None when no command
+follows (``env`` alone prints the environment, ``command -v git`` runs nothing).
+"""
+
+from __future__ import annotations
+
+from collections.abc import Callable
+from dataclasses import dataclass, field
+
+from guard.ir import UNKNOWN
+
+
+@dataclass(frozen=True)
+class Inner:
+    via: str
+    argv: tuple[str, ...] = ()
+    shell: str | None = None  # a string the wrapper hands to a shell
+    env: dict[str, str | None] = field(default_factory=dict)
+    cwd: str | None = None
+    keep_outer: bool = False  # the wrapper is a program in its own right (find, xargs)
+    placeholder: str | None = None  # find's / xargs' {} stands for this
+
+
+def basename(prog: str) -> str:
+    name = prog.rsplit("/", 1)[-1]
+    if name.lower().endswith(".exe"):
+        name = name[:-4]
+    return name
+
+
+def _skip_opts(
+    argv: tuple[str, ...], i: int, with_arg: set[str], long_with_arg: set[str] = frozenset()
+) -> int:
+    """Index of the first operand after options starting at ``i``."""
+    while i < len(argv):
+        a = argv[i]
+        if a == "--":
+            return i + 1
+        if not a.startswith("-") or a == "-":
+            return i
+        if a.startswith("--"):
+            name = a.split("=", 1)[0]
+            i += 2 if (name in long_with_arg and "=" not in a) else 1
+            continue
+        # clustered short options: -nu USER: the first option taking an argument ends the cluster
+        for j, ch in enumerate(a[1:], start=1):
+            if "-" + ch in with_arg:
+                i += 1 if j < len(a) - 1 else 2
+                break
+        else:
+            i += 1
+    return i
+
+
+def _simple(via: str, with_arg: set[str] = frozenset(), long_with_arg: set[str] = frozenset()):
+    def h(argv: tuple[str, ...]) -> Inner | None:
+        i = _skip_opts(argv, 1, set(with_arg), set(long_with_arg))
+        return Inner(via, argv[i:]) if i < len(argv) else None
+
+    return h
+
+
+def _env(argv: tuple[str, ...]) -> Inner | None:
+    i, env, cwd = 1, {}, None
+    while i < len(argv):
+        a = argv[i]
+        if a in ("-i", "--ignore-environment", "-0", "--null", "-v", "--debug", "-"):
+            i += 1
+        elif a in ("-u", "--unset"):
+            env[argv[i + 1] if i + 1 < len(argv) else ""] = None
+            i += 2
+        elif a.startswith("--unset="):
+            i += 1
+        elif a in ("-C", "--chdir"):
+            cwd = argv[i + 1] if i + 1 < len(argv) else None
+            i += 2
+        elif a.startswith("--chdir="):
+            cwd = a.split("=", 1)[1]
+            i += 1
+        elif a in ("-S", "--split-string") or a.startswith("-S") or a.startswith("--split-string="):
+            s = a[2:] if a.startswith("-S") and len(a) > 2 else (
+                a.split("=", 1)[1] if "=" in a else (argv[i + 1] if i + 1 < len(argv) else ""))
+            rest = argv[i + (1 if (len(a) > 2 and a.startswith("-S")) or "=" in a else 2):]
+            return Inner("env -S", shell=" ".join([s, *map(_q, rest)]), env=env, cwd=cwd)
+        elif a == "--":
+            i += 1
+            break
+        elif a.startswith("-") and not a.startswith("--"):
+            i += 1
+        elif "=" in a and not a.startswith("="):
+            k, v = a.split("=", 1)
+            env[k] = v
+            i += 1
+        else:
+            break
+    if i >= len(argv):
+        return None
+    return Inner("env", argv[i:], env=env, cwd=cwd)
+
+
+def _q(s: str) -> str:
+    return "'" + s.replace("'", "'\\''") + "'"
+
+
+def _command(argv: tuple[str, ...]) -> Inner | None:
+    i = 1
+    while i < len(argv) and argv[i].startswith("-") and argv[i] != "--":
+        if any(c in argv[i] for c in "vV"):
+            return None  # command -v X: a lookup, runs nothing
+        i += 1
+    if i < len(argv) and argv[i] == "--":
+        i += 1
+    return Inner("command", argv[i:]) if i < len(argv) else None
+
+
+def _exec(argv: tuple[str, ...]) -> Inner | None:
+    i = _skip_opts(argv, 1, {"-a"})
+    return Inner("exec", argv[i:]) if i < len(argv) else None
+
+
+def _sudo(argv: tuple[str, ...]) -> Inner | None:
+    with_arg = {"-u", "-g", "-h", "-p", "-C", "-D", "-r", "-t", "-U", "-T", "-R"}
+    long_arg = {"--user", "--group", "--host", "--prompt", "--close-from", "--chdir", "--role",
+                "--type", "--other-user", "--command-timeout", "--chroot"}
+    i = _skip_opts(argv, 1, with_arg, long_arg)
+    cwd = None
+    for j, a in enumerate(argv[1:i], start=1):
+        if a in ("-D", "--chdir") and j + 1 < len(argv):
+            cwd = argv[j + 1]
+    env = {}
+    while i < len(argv) and "=" in argv[i] and not argv[i].startswith("="):
+        k, v = argv[i].split("=", 1)
+        env[k] = v
+        i += 1
+    return Inner(basename(argv[0]), argv[i:], env=env, cwd=cwd) if i < len(argv) else None
+
+
+def _su(argv: tuple[str, ...]) -> Inner | None:
+    for j, a in enumerate(argv):
+        if a in ("-c", "--command") and j + 1 < len(argv):
+            return Inner("su -c", shell=argv[j + 1])
+        if a.startswith("--command="):
+            return Inner("su -c", shell=a.split("=", 1)[1])
+    return None
+
+
+def _timeout(argv: tuple[str, ...]) -> Inner | None:
+    i = _skip_opts(argv, 1, {"-s", "-k"}, {"--signal", "--kill-after"})
+    i += 1  # the duration
+    return Inner("timeout", argv[i:]) if i < len(argv) else None
+
+
+def _flock(argv: tuple[str, ...]) -> Inner | None:
+    for j, a in enumerate(argv):
+        if a in ("-c", "--command") and j + 1 < len(argv):
+            return Inner("flock -c", shell=argv[j + 1])
+    i = _skip_opts(argv, 1, {"-w", "-E"}, {"--timeout", "--conflict-exit-code"})
+    i += 1  # the lock file
+    return Inner("flock", argv[i:]) if i < len(argv) else None
+
+
+def _watch(argv: tuple[str, ...]) -> Inner | None:
+    i = _skip_opts(argv, 1, {"-n", "-q"}, {"--interval", "--equexit"})
+    rest = argv[i:]
+    if not rest:
+        return None
+    if any(a in ("-x", "--exec") for a in argv[1:i]):
+        return Inner("watch", rest)
+    return Inner("watch", shell=" ".join(rest))
+
+
+def _script(argv: tuple[str, ...]) -> Inner | None:
+    for j, a in enumerate(argv):
+        if a in ("-c", "--command") and j + 1 < len(argv):
+            return Inner("script -c", shell=argv[j + 1])
+        if a.startswith("--command="):
+            return Inner("script -c", shell=a.split("=", 1)[1])
+    return None
+
+
+def _xargs(argv: tuple[str, ...]) -> Inner | None:
+    with_arg = {"-a", "-d", "-E", "-I", "-L", "-n", "-P", "-s", "-e"}
+    long_arg = {"--arg-file", "--delimiter", "--eof", "--max-lines", "--max-args", "--max-procs",
+                "--max-chars", "--process-slot-var"}
+    repl = None
+    i = 1
+    while i < len(argv):
+        a = argv[i]
+        if a == "--":
+            i += 1
+            break
+        if not a.startswith("-"):
+            break
+        if a == "-I" and i + 1 < len(argv):
+            repl = argv[i + 1]
+        elif a.startswith("-I") and len(a) > 2:
+            repl = a[2:]
+        elif a.startswith("--replace"):
+            repl = a.split("=", 1)[1] if "=" in a else "{}"
+        elif a == "-i":
+            repl = "{}"
+        i = _skip_one(argv, i, with_arg, long_arg)
+    inner = argv[i:] or ("echo",)
+    if repl:
+        inner = tuple(a.replace(repl, UNKNOWN) for a in inner)
+    else:
+        inner = (*inner, UNKNOWN)
+    return Inner("xargs", inner, keep_outer=True)
+
+
+def _skip_one(argv: tuple[str, ...], i: int, with_arg: set[str], long_arg: set[str]) -> int:
+    a = argv[i]
+    if a.startswith("--"):
+        return i + (2 if a.split("=", 1)[0] in long_arg and "=" not in a else 1)
+    if a[:2] in with_arg and len(a) == 2:
+        return i + 2
+    return i + 1
+
+
+def _parallel(argv: tuple[str, ...]) -> Inner | None:
+    with_arg = {"-j", "-S", "-a", "-d", "-I", "-n", "-N", "-L", "-P", "-E"}
+    long_arg = {"--jobs", "--sshlogin", "--arg-file", "--delimiter", "--colsep", "--max-args",
+                "--workdir", "--results", "--joblog", "--tmpdir", "--timeout", "--delay"}
+    i = 1
+    while i < len(argv) and argv[i].startswith("-") and argv[i] not in (":::", "::::"):
+        i = _skip_one(argv, i, with_arg, long_arg)
+    cmd: list[str] = []
+    while i < len(argv) and argv[i] not in (":::", "::::", ":::+"):
+        cmd.append(argv[i])
+        i += 1
+    args = [a for a in argv[i + 1 :] if a not in (":::", "::::", ":::+")] if i < len(argv) else []
+    if not cmd:
+        return None
+    fill = args[0] if args and ":::" in argv else UNKNOWN
+    text = " ".join(cmd)
+    text = text.replace("{}", fill) if "{}" in text else f"{text} {fill if fill != UNKNOWN else ''}".strip()
+    return Inner("parallel", shell=text, keep_outer=True)
+
+
+def _find(argv: tuple[str, ...]) -> Inner | None:
+    # start points: operands before the first expression token
+    starts: list[str] = []
+    i = 1
+    while i < len(argv) and (argv[i] in ("-H", "-L", "-P") or argv[i].startswith("-O")):
+        i += 1
+    while i < len(argv) and not argv[i].startswith("-") and argv[i] not in ("(", "!", ")", ","):
+        starts.append(argv[i])
+        i += 1
+    for j in range(i, len(argv)):
+        if argv[j] in ("-exec", "-execdir", "-ok", "-okdir"):
+            end = j + 1
+            while end < len(argv) and argv[end] not in (";", "+"):
+                end += 1
+            inner = argv[j + 1 : end]
+            if not inner:
+                return None
+            base = starts[0] if starts else "."
+            ph = base.rstrip("/") + "/" + UNKNOWN if argv[j] in ("-exec", "-ok") else "./" + UNKNOWN
+            inner = tuple(a.replace("{}", ph) for a in inner)
+            return Inner("find " + argv[j], inner, keep_outer=True, placeholder=ph)
+    return None
+
+
+def _runner(via: str, skip: int = 2, with_arg: set[str] = frozenset(), long_arg: set[str] = frozenset()):
+    """``uv run``, ``poetry run`` …: the command follows the sub-command and its options."""
+
+    def h(argv: tuple[str, ...]) -> Inner | None:
+        if len(argv) < skip or argv[skip - 1] != "run":
+            return None
+        i = _skip_opts(argv, skip, set(with_arg), set(long_arg))
+        return Inner(via, argv[i:]) if i < len(argv) else None
+
+    return h
+
+
+WRAPPERS: dict[str, Callable[[tuple[str, ...]], Inner | None]] = {
+    "command": _command,
+    "builtin": _simple("builtin"),
+    "exec": _exec,
+    "env": _env,
+    "sudo": _sudo,
+    "doas": _sudo,
+    "su": _su,
+    "runuser": _su,
+    "nice": _simple("nice", {"-n"}, {"--adjustment"}),
+    "nohup": _simple("nohup"),
+    "timeout": _timeout,
+    "gtimeout": _timeout,
+    "time": _simple("time", {"-f", "-o"}, {"--format", "--output"}),
+    "stdbuf": _simple("stdbuf", {"-i", "-o", "-e"}, {"--input", "--output", "--error"}),
+    "setsid": _simple("setsid"),
+    "flock": _flock,
+    "ionice": _simple("ionice", {"-c", "-n", "-p"}, {"--class", "--classdata"}),
+    "taskset": _simple("taskset", set(), set()),
+    "chronic": _simple("chronic"),
+    "unbuffer": _simple("unbuffer"),
+    "caffeinate": _simple("caffeinate", {"-t", "-w"}),
+    "xvfb-run": _simple("xvfb-run", {"-n", "-s", "-e", "-f", "-p"}, {"--server-args", "--server-num"}),
+    "watch": _watch,
+    "script": _script,
+    "xargs": _xargs,
+    "parallel": _parallel,
+    "find": _find,
+    "uv": _runner("uv run", with_arg={"--with", "--python", "-p", "--project", "--directory", "--env-file", "--group", "--extra"},
+                  long_arg={"--with", "--python", "--project", "--directory", "--env-file", "--group", "--extra", "--package", "--index-url"}),
+    "poetry": _runner("poetry run"),
+    "pipenv": _runner("pipenv run"),
+    "pdm": _runner("pdm run"),
+    "hatch": _runner("hatch run"),
+    "rye": _runner("rye run"),
+    "conda": _runner("conda run", with_arg={"-n", "-p"}, long_arg={"--name", "--prefix"}),
+}
+
+SHELLS = frozenset({"bash", "sh", "zsh", "dash", "ksh", "ash", "mksh", "yash", "busybox", "rbash"})
