@@ -1,0 +1,87 @@
+"""Parse stage: command text → ``guard.ir.Script``.
+
+``parse(src)`` tries tree-sitter-bash first, then bashlex (imported lazily, only for the few
+commands tree-sitter rejects or misparses), then a conservative token scan. It never raises:
+when nothing works it returns ``Script(body=None, parser="none", error=…)``.
+"""
+
+from __future__ import annotations
+
+from guard.ir import UNKNOWN, Script
+
+__all__ = ["parse"]
+
+MAX_INPUT = 1_000_000  # characters; larger input is not analysed
+MAX_BASHLEX = 64_000  # bashlex is slow on big input (≈ 13 ms per KB)
+MAX_NESTING = 60  # nested re-parses of $(…) text by the bashlex and scan lowerings
+
+
+def _sanitize(src: str) -> str:
+    if UNKNOWN in src:
+        src = src.replace(UNKNOWN, "\ufffd")
+    try:
+        src.encode("utf-8")
+    except UnicodeEncodeError:
+        src = "".join("\ufffd" if "\ud800" <= c <= "\udfff" else c for c in src)
+    return src
+
+
+def _describe(parser: str, exc: BaseException) -> str:
+    if isinstance(exc, RecursionError):
+        return f"{parser}: nesting too deep"
+    text = str(exc).strip().splitlines()[0] if str(exc).strip() else ""
+    from guard.parse.treesitter import Unparsed
+
+    if isinstance(exc, Unparsed):
+        return f"{parser}: {text}"
+    return f"{parser}: {type(exc).__name__}{': ' + text[:200] if text else ''}"
+
+
+def parse_at(src: str, base: int = 0, depth: int = 0) -> Script:
+    """Parse ``src`` whose first character is at offset ``base`` of the whole command.
+
+    ``depth`` counts enclosing substitutions; used by the lowerings for nested text.
+    """
+    if depth > MAX_NESTING:
+        return Script(None, src, "none", error="nesting too deep")
+    if not src.strip():
+        return Script(None, src, "tree-sitter")
+    if len(src) > MAX_INPUT:
+        return Script(None, src, "none", error=f"input too large to analyse ({len(src)} characters)")
+    errors: list[str] = []
+    try:
+        from guard.parse import treesitter
+
+        return treesitter.lower(src, base, depth)
+    except Exception as exc:  # noqa: BLE001 - any failure means "try the next parser"
+        errors.append(_describe("tree-sitter", exc))
+    if len(src) <= MAX_BASHLEX:
+        try:
+            from guard.parse import bashlex_fallback
+
+            return bashlex_fallback.lower(src, base, depth, errors[0])
+        except Exception as exc:  # noqa: BLE001
+            errors.append(_describe("bashlex", exc))
+    else:
+        errors.append("bashlex: input too large")
+    reason = "; ".join(errors)
+    try:
+        from guard.parse import scan
+
+        return scan.scan(src, base, depth, reason)
+    except Exception as exc:  # noqa: BLE001
+        return Script(None, src, "none", error=f"{reason}; {_describe('scan', exc)}")
+
+
+def parse(src: str) -> Script:
+    """The IR of the shell command ``src``. Never raises."""
+    try:
+        if not isinstance(src, str):
+            src = str(src, "utf-8", "replace") if isinstance(src, bytes | bytearray) else str(src)
+        src = _sanitize(src)
+    except Exception as exc:  # noqa: BLE001
+        return Script(None, "", "none", error=f"unreadable input: {type(exc).__name__}")
+    try:
+        return parse_at(src)
+    except Exception as exc:  # noqa: BLE001 - the contract is "never raises"
+        return Script(None, src, "none", error=_describe("parse", exc))

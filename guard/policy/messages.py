@@ -37,6 +37,8 @@ def render(
     trees = ctx.trees
     repo_path = facts.get("repo_path") or inv.cwd
     prefix = paths.relative_to_tree(repo_path, trees).replace(UNKNOWN, "…")
+    if prefix.startswith("/"):  # not in the tree: the agent must name the prefix itself
+        prefix = "."
     dest = facts.get("dest_path")
     values = _Fill(
         what=what,
