@@ -36,7 +36,7 @@ from guard.ir import (
     Word,
 )
 from guard.parse import build
-from guard.parse.words import _Lexer, lex_word, merge_lits, unescape_unquoted
+from guard.parse.words import _Lexer, is_assignment, lex_word, merge_lits, unescape_unquoted
 
 _bashlex: Any = None
 CACHE_FORMAT = 1
@@ -356,6 +356,8 @@ class _Lower:
         parts = n.list
         first = parts[0] if parts else None
         if first is not None and first.kind == "reservedword" and first.word == "(":
+            if self.src.startswith("((", n.pos[0]):
+                raise ValueError("arithmetic command read as nested subshells")
             inner = self.body(parts[1:-1])
             return Subshell(inner if inner is not None else Simple(()), redirects)
         if first is not None and first.kind == "reservedword" and first.word == "{":
@@ -409,7 +411,8 @@ class _Lower:
         words: list[Word] = []
         redirects: list[Redirect] = []
         for p in n.parts:
-            if p.kind == "assignment" and not words:
+            if (p.kind == "assignment" or (p.kind == "word" and is_assignment(self.src[p.pos[0]:p.pos[1]]))) \
+                    and not words:
                 assigns.append(self.assign(p))
             elif p.kind in ("word", "assignment"):
                 words.append(self.word(p))
@@ -464,6 +467,8 @@ class _Lower:
             target = Word(str(out), (Lit(str(out)),), self.pos(r.pos))
         elif out is not None and getattr(out, "kind", "") == "word":
             target = self.word(out)
+        elif self.src[r.pos[0]:r.pos[1]].endswith("-"):
+            target = Word("-", (Lit("-"),), self.pos((r.pos[1] - 1, r.pos[1])))
         else:
             target = None
         return Redirect(op, fd, target)

@@ -13,6 +13,7 @@ from guard.ir import Assign, Lit, Node, Redirect, Script, Simple, Word
 from guard.parse import build
 from guard.parse.words import (
     _Lexer,
+    is_assignment,
     lex_word,
     match_arith,
     match_brace,
@@ -28,8 +29,6 @@ _KEYWORDS = frozenset({"if", "then", "else", "elif", "fi", "do", "done", "while"
                        "in", "case", "esac", "select", "function", "time", "coproc", "!", "{", "}",
                        "[[", "]]"})
 _REDIR_OPS = ("&>>", "<<<", "<<-", ">>", "<<", "<&", ">&", ">|", "<>", "&>", "<", ">")
-_NAME_START = "abcdefghijklmnopqrstuvwxyzABCDEFGHIJKLMNOPQRSTUVWXYZ_"
-_NAME = _NAME_START + "0123456789"
 
 
 class _Scanner:
@@ -165,7 +164,7 @@ class _Scanner:
                     e = i + 1
                 if cmd_start < 0:
                     cmd_start = i
-                if not cmd and _is_assignment(s[i:e]):
+                if not cmd and is_assignment(s[i:e]):
                     assigns.append(self.assignment(i, e))
                 else:
                     cmd.append(self.make_word(i, e))
@@ -252,15 +251,6 @@ class _Pending:
 
     def __init__(self, words: list, assigns: list, redirects: list, start: int, end: int):
         self.words, self.assigns, self.redirects, self.start, self.end = words, assigns, redirects, start, end
-
-
-def _is_assignment(text: str) -> bool:
-    eq = text.find("=")
-    if eq <= 0 or text[0] not in _NAME_START:
-        return False
-    lhs = text[:eq].removesuffix("+")
-    name = lhs.split("[", 1)[0] if lhs.endswith("]") else lhs
-    return bool(name) and all(ch in _NAME for ch in name)
 
 
 def scan(src: str, base: int = 0, depth: int = 0, error: str | None = None) -> Script:

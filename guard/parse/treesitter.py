@@ -12,6 +12,7 @@ into the whole command (``base`` is the offset of ``src`` in it, for nested pars
 from __future__ import annotations
 
 from bisect import bisect_left
+from dataclasses import replace
 from typing import Any
 
 from guard.ir import (
@@ -33,7 +34,7 @@ from guard.ir import (
     Word,
 )
 from guard.parse import build
-from guard.parse.words import decode_ansi_c, lex_word, merge_lits, unescape_dquoted, unescape_unquoted
+from guard.parse.words import _Lexer, decode_ansi_c, lex_word, merge_lits, unescape_dquoted, unescape_unquoted
 
 MAX_DEPTH = 200
 
@@ -53,6 +54,7 @@ _REDIRECTS = frozenset({"file_redirect", "heredoc_redirect", "herestring_redirec
 _SKIP = frozenset({"comment"})
 _EXPANSIONS = frozenset({"simple_expansion", "expansion", "command_substitution", "arithmetic_expansion",
                          "process_substitution"})
+_DEFAULT_OPS = frozenset({":-", "-", ":=", "=", ":?", "?", ":+", "+"})
 _PLAIN = frozenset(" \t\n\\$'\"`<>")
 
 
@@ -112,6 +114,20 @@ class _Lower:
 
     def body(self, children: list[Any]) -> Node | None:
         """A statement list (children of program, a group, a do_group, …) as one node."""
+        if not self.enter():
+            self.depth -= 1
+            if not children:
+                return None
+            first, last = children[0], children[-1]
+            word = Word(self.span(first.start_byte, last.end_byte), (Lit(UNKNOWN),),
+                        (self.pos(first)[0], self.pos(last)[1]))
+            return Simple((word,), pos=word.pos)
+        try:
+            return self._body(children)
+        finally:
+            self.depth -= 1
+
+    def _body(self, children: list[Any]) -> Node | None:
         items: list[tuple[Node, bool]] = []
         for c in children:
             t = c.type
@@ -269,6 +285,7 @@ class _Lower:
             return
         if t == "redirected_statement":
             body = n.child_by_field_name("body")
+            self.check_gaps(n.children)
             rest: list = []
             redirects: list[Redirect] = []
             for c in n.children:
@@ -288,23 +305,34 @@ class _Lower:
                     raise Unparsed("redirect after an operator")
                 out[-1] = build.attach_redirects(out[-1], tuple(redirects))
             else:
-                out.append(build.attach_redirects(self.stmt(body), tuple(redirects)))
+                node = self.stmt(body)
+                firsts = [c for c in n.children if c.type in _REDIRECTS]
+                if firsts:
+                    node, redirects = self.glued_fd(node, firsts[0], redirects, self.pos(firsts[0])[0])
+                out.append(build.attach_redirects(node, tuple(redirects)))
             out.extend(rest)
             return
         out.append(self.stmt(n))
 
     # ----------------------------------------------------------------- commands
 
-    def check_347(self, kids: list[Any]) -> None:
+    def check_gaps(self, kids: list[Any]) -> None:
+        """Between the children of one command only blanks may stand.
+
+        A bare newline there is upstream #347 (the next line's command read as arguments); any
+        other text is something tree-sitter dropped (``python3 - <<'EOF'`` loses the ``-``).
+        """
         for a, b in zip(kids, kids[1:], strict=False):
             if b.start_byte > a.end_byte:
-                gap = self.span(a.end_byte, b.start_byte)
-                if "\n" in gap.replace("\\\n", ""):
+                gap = self.span(a.end_byte, b.start_byte).replace("\\\n", "")
+                if "\n" in gap:
                     raise Unparsed("newline inside a command (tree-sitter-bash #347)")
+                if gap.strip(" \t"):
+                    raise Unparsed(f"tree-sitter dropped {gap.strip()[:20]!r}")
 
     def command(self, n: Any) -> Node:
         kids = n.children
-        self.check_347(kids)
+        self.check_gaps(kids)
         assigns: list[Assign] = []
         redirects: list[Redirect] = []
         arg_nodes: list[Any] = []
@@ -334,6 +362,18 @@ class _Lower:
         words = self.strip_keyword(words)
         return Simple(tuple(words), tuple(assigns), tuple(redirects), pos=self.pos(n))
 
+    @staticmethod
+    def glued_fd(node: Node, first: Any, redirects: list[Redirect], start: int) -> tuple[Node, list[Redirect]]:
+        """``cat 0<&3-``: tree-sitter reads the ``0`` as an argument; it is the redirect's fd."""
+        if not (isinstance(node, Simple) and len(node.words) > 1 and redirects):
+            return node, redirects
+        last = node.words[-1]
+        r = redirects[0]
+        if last.raw.isdigit() and last.pos[1] == start and r.fd is None and first.type == "file_redirect":
+            redirects = [Redirect(r.op, int(last.raw), r.target, r.body, r.quoted), *redirects[1:]]
+            return replace(node, words=node.words[:-1]), redirects
+        return node, redirects
+
     def strip_keyword(self, words: list[Word]) -> list[Word]:
         """``time [-p] cmd`` → ``cmd``; ``coproc cmd`` → ``cmd``."""
         if not words or words[0].raw not in ("time", "coproc"):
@@ -348,12 +388,10 @@ class _Lower:
         return words[i:] or words
 
     def group_words(self, nodes: list[Any]) -> list[Word]:
-        """Words from argument nodes; nodes that touch (``$`` + ``"…"``) form one word."""
+        """Words from argument nodes; nodes that touch form one word (``$"…"``, ``$(a)`b```)."""
         groups: list[list[Any]] = []
         for c in nodes:
-            if groups and groups[-1][-1].end_byte == c.start_byte and (
-                groups[-1][-1].type == "$" or not c.is_named or not groups[-1][-1].is_named
-            ):
+            if groups and groups[-1][-1].end_byte == c.start_byte:
                 groups[-1].append(c)
             else:
                 groups.append([c])
@@ -545,19 +583,28 @@ class _Lower:
                     continue
                 cs = self.ch(c.start_byte)
                 if cs > cursor:
-                    parts.append(self._heredoc_text(self.src[cursor:cs], strip))
+                    parts.extend(self._heredoc_text(self.src[cursor:cs], strip, cursor))
                 parts.extend(self.parts(c, True))
                 cursor = self.ch(c.end_byte)
             if e0 > cursor:
-                parts.append(self._heredoc_text(self.src[cursor:e0], strip))
+                parts.extend(self._heredoc_text(self.src[cursor:e0], strip, cursor))
             word = Word(raw, merge_lits(parts), (self.base + b0, self.base + e0))
         return Redirect(op, fd, None, body=word, quoted=quoted)
 
-    @staticmethod
-    def _heredoc_text(text: str, strip: bool) -> Lit:
+    def _heredoc_text(self, text: str, strip: bool, offset: int) -> list[Part]:
+        """Body text between the expansions tree-sitter found (it misses backticks there)."""
         if strip:
             text = _strip_tabs(text)
-        return Lit(unescape_dquoted(text, "$`\\"), True)
+        if "`" not in text and "$" not in text:
+            return [Lit(unescape_dquoted(text, "$`\\"), True)]
+        out: list[Part] = []
+        _Lexer(text, self.base + offset, self.sub).dquoted(0, len(text), out)
+        return out
+
+    def sub(self, kind: str, inner: str, offset: int) -> Script:
+        from guard.parse import parse_at
+
+        return parse_at(inner, offset, self.depth + 1)
 
     # ----------------------------------------------------------------- words
 
@@ -612,7 +659,7 @@ class _Lower:
         if not n.is_named:
             return (Lit(self.text(n), quoted),)
         if t == "array":  # `${x:+(a b)}`: tree-sitter reads the parentheses as an array
-            return lex_word(self.text(n), self.base + self.ch(n.start_byte), None)
+            return _Lexer(self.text(n), self.base + self.ch(n.start_byte), self.sub).lex(quoted_ctx=quoted)
         raise Unparsed(f"unsupported word node {t}")
 
     def concat(self, n: Any, quoted: bool) -> list[Part]:
@@ -692,7 +739,7 @@ class _Lower:
                 if t == "}":
                     arg_end = c.start_byte
         arg: Word | None = None
-        if arg_start is not None and arg_end >= arg_start:
+        if arg_start is not None and (arg_end > arg_start or op.lstrip("!") in _DEFAULT_OPS):
             parts: list[Part] = []
             cursor = arg_start
             for c in n.children:
@@ -727,6 +774,8 @@ class _Lower:
     def nested(self, n: Any) -> Script:
         """The script inside ``$(…)``, backticks or ``<(…)``."""
         kids = n.children
+        if kids and kids[0].type == "`" and "`" in self.text(n)[1:-1].replace("\\`", ""):
+            raise Unparsed("backticks run together (tree-sitter-bash #278)")
         inner = [c for c in kids if c.is_named]
         opener = kids[0] if kids and not kids[0].is_named else None
         closer = kids[-1] if len(kids) > 1 and not kids[-1].is_named else None

@@ -382,7 +382,7 @@ class _Lexer:
                 op += rest_op
                 j += len(rest_op)
                 raw = body[j:]
-                if raw or rest_op:
+                if raw or rest_op in (":-", "-", ":=", "=", ":?", "?", ":+", "+"):
                     parts = _Lexer(raw, self.base + off + j, self.sub).lex(quoted_ctx=quoted)
                     arg = Word(raw=raw, parts=parts, pos=(self.base + off + j, self.base + off + n))
         if not name:
@@ -486,6 +486,16 @@ class _Lexer:
                 i += 1
         flush()
         return merge_lits(out)
+
+
+def is_assignment(text: str) -> bool:
+    """Whether a word's raw text is ``NAME=…``, ``NAME+=…`` or ``NAME[i]=…``."""
+    eq = text.find("=")
+    if eq <= 0 or text[0] not in _NAME_START:
+        return False
+    lhs = text[:eq].removesuffix("+")
+    name = lhs.split("[", 1)[0] if lhs.endswith("]") else lhs
+    return bool(name) and all(ch in _NAME_CHARS for ch in name)
 
 
 def lex_word(text: str, base: int = 0, sub: SubFn | None = None) -> tuple[Part, ...]:
