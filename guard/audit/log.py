@@ -268,7 +268,9 @@ def _write_line(path: str, data: bytes) -> int:
             # A short write to a regular file means the disk filled mid-record.
             import errno
 
-            raise OSError(errno.ENOSPC, f"short write ({written} of {len(data)} bytes)", path)
+            raise OSError(
+                errno.ENOSPC, f"No space left on device (short write: {written} of {len(data)} bytes)", path
+            )
         return os.fstat(fd).st_size
     finally:
         os.close(fd)

@@ -28,7 +28,7 @@ def _patterns() -> dict[str, object]:
     if _compiled:
         return _compiled
     private_key = re.compile(
-        r"-----BEGIN ((?:[A-Z0-9]+ )*)PRIVATE KEY( BLOCK)?-----.*?(?:-----END \1PRIVATE KEY\2-----|\Z)",
+        r"-----BEGIN ((?:[A-Z0-9]+ )*)PRIVATE KEY((?: BLOCK)?)-----.*?(?:-----END \1PRIVATE KEY\2-----|\Z)",
         re.S,
     )
 
@@ -112,6 +112,12 @@ def _sub_auth(m: re.Match[str]) -> str:
     return m.group(1) + (scheme + " " if scheme else "") + MARK
 
 
+def _sub_private_key(m: re.Match[str]) -> str:
+    kind = f"{m.group(1)}PRIVATE KEY{m.group(2)}"
+    end = f"-----END {kind}-----" if m.group(0).endswith("-----") and "-----END " in m.group(0) else ""
+    return f"-----BEGIN {kind}-----{MARK}{end}"
+
+
 def _sub_url(m: re.Match[str]) -> str:
     password = m.group(3)
     if password.startswith("$"):
@@ -128,7 +134,7 @@ def redact(text: str) -> str:
 
 def _redact(text: str) -> str:
     p: Any = _patterns()
-    out = p["private_key"].sub(lambda m: f"-----BEGIN {m.group(1)}PRIVATE KEY-----{MARK}", text)
+    out = p["private_key"].sub(_sub_private_key, text)
     for pattern, repl in p["prefixed"]:
         out = pattern.sub(repl, out)
     out = p["auth_header"].sub(_sub_auth, out)
