@@ -24,6 +24,8 @@ def expand_tilde(path: str, home: str) -> str:
 def join(cwd: str, path: str, home: str = "/root") -> str:
     """Absolute, normalised form of ``path`` seen from ``cwd`` (lexically; see ``real``)."""
     path = expand_tilde(path, home)
+    if path.startswith(UNKNOWN):
+        return UNKNOWN  # wholly unknown: it may well be absolute
     if not path.startswith("/"):
         path = cwd.rstrip("/") + "/" + path if path else cwd
     return normalise(path)

@@ -62,36 +62,23 @@ def classify(script: Script, res: Resolution, ctx: Context, rs: RuleSet) -> Verd
         in_tree = facts.get("repo") if "repo" in facts else where(inv.cwd, world)
         out.append(replace(inv, facts={"in_tree": {"tree": True, "outside": False}.get(in_tree)}))
         exempt: set[str] = set()
-        best: tuple[int, int, dict, bool] | None = None
-        for order, rule in enumerate(rs.rules):
+        for rule in rs.rules:
+            if rule.get("verdict") == "allow" and match(rule["match"], facts) == "yes":
+                ex = rule.get("exempts") or DEFAULT_EXEMPT
+                exempt.update(PRECEDENCE if ex == "all" else ex)
+        for rule in _ordered(rs):
+            cat = rule.get("category", "read-probe")
+            if rule.get("verdict") == "allow" or cat in exempt:
+                continue
             m = match(rule["match"], facts)
             if m is None:
                 continue
-            if rule.get("verdict") == "allow":
-                if m == "yes":
-                    exempt.update(rule.get("exempts") or DEFAULT_EXEMPT)
-                continue
-            cat = rule.get("category", "read-probe")
             if m == "unknown" and not (cat in WRITES or ctx.strict):
                 notes.append(f"{_what(inv, facts)}: repository path unknown, not refused")
                 continue
             rank = PRECEDENCE.index(cat) if cat in PRECEDENCE else 99
-            if best is None or (rank, order) < (best[0], best[1]):
-                best = (rank, order, rule, m == "unknown")
-        if best is not None and best[2].get("category") not in exempt:
-            hits.append((best[0], idx, best[2], inv, facts, best[3]))
-        elif best is not None:
-            # the best refusal is exempted: look for one of another category that is not
-            for order, rule in enumerate(rs.rules):
-                cat = rule.get("category", "read-probe")
-                if rule.get("verdict") == "allow" or cat in exempt:
-                    continue
-                m = match(rule["match"], facts)
-                if m is None or (m == "unknown" and not (cat in WRITES or ctx.strict)):
-                    continue
-                rank = PRECEDENCE.index(cat) if cat in PRECEDENCE else 99
-                hits.append((rank, idx, rule, inv, facts, m == "unknown"))
-                break
+            hits.append((rank, idx, rule, inv, facts, m == "unknown"))
+            break
     if not hits:
         return Verdict("allow", invocations=tuple(out), unresolved=tuple(notes), parser=script.parser)
     hits.sort(key=lambda h: (h[0], h[1]))
@@ -116,6 +103,18 @@ def classify(script: Script, res: Resolution, ctx: Context, rs: RuleSet) -> Verd
         matched=inv,
         also=tuple(o[0] for o in others),
     )
+
+
+_order_cache: dict[int, list[dict]] = {}
+
+
+def _ordered(rs: RuleSet) -> list[dict]:
+    """Rules in the order they are tried: by ``priority`` (higher first), then as written."""
+    key = id(rs)
+    if key not in _order_cache:
+        _order_cache.clear()
+        _order_cache[key] = sorted(rs.rules, key=lambda r: -int(r.get("priority", 0)))
+    return _order_cache[key]
 
 
 def _what(inv: Invocation, facts: dict) -> str:

@@ -34,7 +34,7 @@ def where(path: str | None, world: World) -> str | None:
     """``"tree"``, ``"outside"`` or ``"unknown"`` for an absolute path (None: no path)."""
     if path is None:
         return None
-    if path.split("/")[1:2] == [UNKNOWN] or path.startswith(UNKNOWN) or path == "/" + UNKNOWN:
+    if path.startswith(UNKNOWN):
         return "unknown"
     hit = paths.in_trees(path, world.trees)
     return "tree" if hit else ("outside" if hit is False else "unknown")
@@ -387,8 +387,8 @@ def httpie_facts(inv: Invocation) -> dict:
     for a in args:
         if a.startswith("-"):
             continue
-        if method is None and url is None and a.upper() == a and a in HTTP_METHODS:
-            method = a
+        if method is None and url is None and a.upper() in HTTP_METHODS:
+            method = a.upper()
             continue
         if url is None:
             url = a

@@ -53,7 +53,7 @@ def run(
             w.string(inner.shell, sub, fr, inner.via, stdin)
             return None
         fr = Frame(fr.via + (inner.via,), fr.depth, fr.lang)
-        argv = inner.argv
+        argv = _feed_xargs(inner.argv, stdin) if inner.via == "xargs" and stdin is not None else inner.argv
     prog = basename(argv[0])
     if prog in SHELLS and _shell(w, argv, st, fr, cwd, env, stdin):
         return argv
@@ -74,6 +74,16 @@ def run(
         return argv
     w.emit(argv, st, fr, env, stdin, writes, refs, pos, cwd=cwd)
     return argv
+
+
+def _feed_xargs(argv: tuple[str, ...], stdin: str) -> tuple[str, ...]:
+    """``echo push | xargs git``: the items xargs reads are known, so put them in place."""
+    items = stdin.split()
+    if not items or len(items) > 64:
+        return argv
+    if argv and argv[-1] == UNKNOWN:
+        return (*argv[:-1], *items)
+    return tuple(a.replace(UNKNOWN, items[0]) for a in argv)
 
 
 def _home(st: State) -> str:
@@ -129,6 +139,10 @@ def _shell(
             break
         if a in ("-o", "+o", "-O", "+O", "--rcfile", "--init-file"):
             i += 2
+            continue
+        if a[:1] in ("-", "+") and len(a) > 2 and a[1] != "-" and ("o" in a[1:] or "O" in a[1:]):
+            has_c = has_c or (a[0] == "-" and "c" in a[1:])
+            i += 2  # -euo pipefail: the o in the cluster takes the next word
             continue
         if a.startswith("--"):
             i += 1

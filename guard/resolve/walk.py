@@ -163,7 +163,17 @@ class Walker:
             return self.call_function(name, argv, st, fr, stdin)
         builtins.apply(argv, st)
         final = programs.run(self, tuple(argv), st, fr, env, stdin, writes, refs, n.pos)
+        if writes:
+            self.remember_written(tuple(argv), stdin, writes, st)
         return final
+
+    def remember_written(self, argv: tuple[str, ...], stdin: str | None, writes: tuple[str, ...], st: State) -> None:
+        """A file the command writes with known content can be run later in the same command
+        (SPEC §9.12): keep its content so the run is analysed like a script on disk."""
+        out = programs.output_of(argv, stdin, st)
+        for path in writes:
+            if out is not None and UNKNOWN not in path:
+                st.files[path] = out
 
     # ------------------------------------------------------------------ indirections
 

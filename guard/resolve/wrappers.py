@@ -257,9 +257,12 @@ def _find(argv: tuple[str, ...]) -> Inner | None:
             if not inner:
                 return None
             base = starts[0] if starts else "."
-            ph = base.rstrip("/") + "/" + UNKNOWN if argv[j] in ("-exec", "-ok") else "./" + UNKNOWN
-            inner = tuple(a.replace("{}", ph) for a in inner)
-            return Inner("find " + argv[j], inner, keep_outer=True, placeholder=ph)
+            found = base.rstrip("/") + "/" + UNKNOWN
+            if argv[j] in ("-exec", "-ok"):
+                return Inner("find " + argv[j], tuple(a.replace("{}", found) for a in inner), keep_outer=True)
+            # -execdir runs in the directory of each match, somewhere under the start point
+            inner = tuple(a.replace("{}", "./" + UNKNOWN) for a in inner)
+            return Inner("find " + argv[j], inner, keep_outer=True, cwd=found)
     return None
 
 
