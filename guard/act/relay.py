@@ -1,0 +1,523 @@
+"""Run a program with its stderr relayed through the guard (SPEC §5).
+
+Every byte the program writes to stderr is copied to the guard's own stderr unchanged, in order
+and as soon as it is read (one ``os.read`` of up to 1 MiB, one ``os.write``), and then shown to a
+*sink* (the annotator) that looks at line tails only. stdin and stdout are the program's own: the
+child inherits them. When the guard's stderr is a terminal the child's stderr is a pty, so the
+command still sees a terminal.
+
+Public entry points
+-------------------
+``run(argv, env=None, *, cwd=None, cwd_in_tree=None, annotate=True, command=None,
+programs=None, mirror_signal=False) -> int``
+    Run ``argv`` (PATH looked up in ``env``) in the current directory with ``env`` (default
+    ``os.environ``). Returns the status a shell would report: the exit code, or 128+N when the
+    program died of signal N (127 not found, 126 not executable). With ``mirror_signal=True`` a
+    death by signal is mirrored: after the annotations are written the guard kills itself with
+    the same signal (core dumps disabled first), so its parent sees what it would have seen
+    without the guard; ``run`` returns only if that signal did not end the process.
+
+Nesting: the relay that annotates sets ``GUARD_ANNOTATING=1`` in the child's environment. A
+``run`` whose ``env`` already holds it (a guard inside a guard) does not relay at all: the child
+inherits stderr and the outermost relay, which sees every byte anyway, is the one that
+annotates. As a second guard (for an environment scrubbed in between), an annotation line that
+already passed through the stream is not appended again.
+
+Signals: SIGHUP, SIGINT, SIGQUIT, SIGTERM, SIGUSR1, SIGUSR2, SIGALRM and SIGWINCH sent to the
+guard with kill(2) are forwarded to the child. Signals the terminal generates (^C, ^\\, hangup,
+resize) already reach the child, which stays in the guard's process group, so they are not sent
+twice. Stop/continue signals keep their default action, so ^Z stops the guard and the child
+together.
+
+After the child exits the relay drains what is left. If a background process the command
+started still holds stderr open 0.2 s later, a small forked copier keeps relaying its bytes until
+it closes them, so the guard returns at once and that process never gets SIGPIPE.
+"""
+
+from __future__ import annotations
+
+import errno
+import os
+import select
+import signal
+import sys
+import threading
+from collections.abc import Callable, Collection, Mapping
+from typing import Protocol
+
+MARKER = "GUARD_ANNOTATING"
+READ_SIZE = 1 << 20
+PIPE_SIZE = 1 << 20
+DRAIN_GRACE = 0.2
+
+_FORWARDED = (
+    signal.SIGHUP,
+    signal.SIGINT,
+    signal.SIGQUIT,
+    signal.SIGTERM,
+    signal.SIGUSR1,
+    signal.SIGUSR2,
+    signal.SIGALRM,
+    signal.SIGWINCH,
+)
+_STOP = signal.SIGRTMAX  # private: tells the forwarding thread to end
+_SI_KERNEL = 0x80
+
+
+class Sink(Protocol):
+    def feed(self, data: bytes | bytearray, n: int | None = None) -> None:
+        """Look at ``data[:n]`` (the relay reuses its buffer: copy what must be kept)."""
+
+    def finish(self, status: int) -> bytes: ...
+
+
+# --------------------------------------------------------------------------- public API
+
+
+def run(
+    argv: list[str],
+    env: Mapping[str, str] | None = None,
+    *,
+    cwd: str | None = None,
+    cwd_in_tree: bool | None = None,
+    annotate: bool = True,
+    command: str | None = None,
+    programs: Collection[str] | None = None,
+    mirror_signal: bool = False,
+) -> int:
+    """Run ``argv`` under the stderr relay; see the module docstring."""
+    env_map = dict(os.environ if env is None else env)
+    nested = env_map.get(MARKER) == "1"
+    sink_factory: Callable[[], Sink] | None = None
+    child_env = env_map
+    if annotate and not nested:
+        child_env = dict(env_map)
+        child_env[MARKER] = "1"
+        here = cwd or _getcwd(env_map)
+
+        def sink_factory() -> Sink:
+            from guard.act.annotate import Annotator
+
+            return Annotator.for_run(
+                argv,
+                env_map,
+                cwd=here,
+                cwd_in_tree=cwd_in_tree,
+                command=command,
+                programs=programs,
+            )
+
+    status, sig = _run(argv, child_env, sink_factory)
+    if mirror_signal and sig:
+        die_like(sig)
+    return status
+
+
+def die_like(sig: int) -> None:
+    """End this process with signal ``sig`` (as the child did); return if it does not end it."""
+    try:
+        import resource
+
+        resource.setrlimit(resource.RLIMIT_CORE, (0, resource.getrlimit(resource.RLIMIT_CORE)[1]))
+    except (ImportError, ValueError, OSError):
+        pass
+    try:
+        sys.stdout.flush()
+    except Exception:
+        pass
+    try:
+        signal.signal(sig, signal.SIG_DFL)
+        signal.pthread_sigmask(signal.SIG_UNBLOCK, {sig})
+        os.kill(os.getpid(), sig)
+    except (OSError, ValueError):
+        return
+
+
+# --------------------------------------------------------------------------- machinery
+
+
+def _getcwd(env: Mapping[str, str]) -> str:
+    try:
+        return os.getcwd()
+    except OSError:
+        return env.get("PWD") or "/"
+
+
+def _resolve(program: str, env: Mapping[str, str]) -> str | None:
+    if "/" in program:
+        return program
+    path = env.get("PATH", os.defpath)
+    for d in path.split(os.pathsep):
+        cand = os.path.join(d or ".", program)
+        if os.path.isfile(cand) and os.access(cand, os.X_OK):
+            return cand
+    return None
+
+
+def _err(msg: str) -> None:
+    try:
+        os.write(2, ("guard: " + msg + "\n").encode("utf-8", "replace"))
+    except OSError:
+        pass
+
+
+def _status(wstatus: int) -> tuple[int, int]:
+    if os.WIFSIGNALED(wstatus):
+        sig = os.WTERMSIG(wstatus)
+        return 128 + sig, sig
+    if os.WIFEXITED(wstatus):
+        return os.WEXITSTATUS(wstatus), 0
+    return 1, 0
+
+
+def _stderr_usable() -> bool:
+    try:
+        os.fstat(2)
+        return True
+    except OSError:
+        return False
+
+
+def _run(argv: list[str], env: Mapping[str, str], sink_factory: Callable[[], Sink] | None) -> tuple[int, int]:
+    if not argv:
+        _err("annotate: no program given")
+        return 2, 0
+    path = _resolve(argv[0], env)
+    if path is None:
+        _err(f"{argv[0]}: command not found")
+        return 127, 0
+    relay = sink_factory is not None and _stderr_usable()
+    tty = relay and os.isatty(2)
+    rfd = wfd = -1
+    if relay:
+        if tty:
+            rfd, wfd = _open_pty()
+        else:
+            rfd, wfd = os.pipe()
+            try:
+                import fcntl
+
+                fcntl.fcntl(wfd, fcntl.F_SETPIPE_SZ, PIPE_SIZE)
+            except (OSError, AttributeError, ImportError):
+                pass
+    fwd = _Forwarder(tty_fd=rfd if tty else -1)
+    fwd.block()
+    try:
+        file_actions = [(os.POSIX_SPAWN_DUP2, wfd, 2)] if relay else []
+        try:
+            pid = os.posix_spawn(
+                path,
+                argv,
+                env,
+                file_actions=file_actions,
+                setsigmask=fwd.original_mask,
+                setsigdef=(signal.SIGPIPE, signal.SIGXFSZ),
+            )
+        except OSError as e:
+            _err(f"{argv[0]}: {e.strerror or e}")
+            return (127 if e.errno == errno.ENOENT else 126), 0
+        finally:
+            if wfd >= 0:
+                os.close(wfd)
+                wfd = -1
+        fwd.start(pid)
+        try:
+            if relay:
+                assert sink_factory is not None
+                tail = _relay(rfd, pid, _LazySink(sink_factory))
+                rfd = -1  # _relay owns and closes it
+            else:
+                tail = None
+            wstatus = _wait(pid)
+        except BaseException:
+            _kill_quietly(pid)
+            raise
+        status, sig = _status(wstatus)
+        if tail is not None:
+            extra = tail.finish(status)
+            if extra:
+                _write_all(2, extra, None)
+        return status, sig
+    finally:
+        if rfd >= 0:
+            os.close(rfd)
+        if wfd >= 0:
+            os.close(wfd)
+        fwd.stop()
+
+
+def _wait(pid: int) -> int:
+    while True:
+        try:
+            _, wstatus = os.waitpid(pid, 0)
+            return wstatus
+        except ChildProcessError:
+            return 0
+        except InterruptedError:
+            continue
+
+
+def _kill_quietly(pid: int) -> None:
+    for sig in (signal.SIGTERM, signal.SIGKILL):
+        try:
+            os.kill(pid, sig)
+        except OSError:
+            return
+        try:
+            if os.waitpid(pid, os.WNOHANG)[0]:
+                return
+        except ChildProcessError:
+            return
+        import time
+
+        time.sleep(0.1)
+    try:
+        os.waitpid(pid, 0)
+    except ChildProcessError:
+        pass
+
+
+def _open_pty() -> tuple[int, int]:
+    import fcntl
+    import termios
+
+    master, slave = os.openpty()
+    try:
+        attrs = termios.tcgetattr(2)
+        attrs[1] &= ~termios.OPOST  # the outer terminal does output processing, once
+        termios.tcsetattr(slave, termios.TCSANOW, attrs)
+    except termios.error:
+        pass
+    try:
+        size = fcntl.ioctl(2, termios.TIOCGWINSZ, b"\0" * 8)
+        fcntl.ioctl(slave, termios.TIOCSWINSZ, size)
+    except OSError:
+        pass
+    return master, slave
+
+
+def _copy_winsize(dst: int) -> None:
+    try:
+        import fcntl
+        import termios
+
+        size = fcntl.ioctl(2, termios.TIOCGWINSZ, b"\0" * 8)
+        fcntl.ioctl(dst, termios.TIOCSWINSZ, size)
+    except OSError:
+        pass
+
+
+class _LazySink:
+    """Builds the real sink on the first bytes, so a silent command never loads the rules."""
+
+    def __init__(self, factory: Callable[[], Sink]) -> None:
+        self._factory = factory
+        self._sink: Sink | None = None
+        self.written = 0
+        self.last = b"\n"
+        self.dead = False
+
+    def feed(self, data: bytes | bytearray, n: int | None = None) -> None:
+        if self.dead:
+            return
+        if self._sink is None:
+            try:
+                self._sink = self._factory()
+            except Exception as e:  # never let the annotator break the command
+                self.dead = True
+                _err(f"annotations disabled: {e}")
+                return
+        try:
+            self._sink.feed(data, n)
+        except Exception as e:
+            self.dead = True
+            _err(f"annotations disabled: {e}")
+
+    def finish(self, status: int) -> bytes:
+        if self._sink is None or self.dead:
+            return b""
+        try:
+            out = self._sink.finish(status)
+        except Exception as e:
+            _err(f"annotations disabled: {e}")
+            return b""
+        if out and self.written and self.last != b"\n":
+            out = b"\n" + out
+        return out
+
+
+def _write_all(fd: int, data: bytes | memoryview, state: list[bool] | None) -> None:
+    """Write everything; on a broken output mark ``state[0]`` and drop the rest silently."""
+    if state is not None and state[0]:
+        return
+    view = memoryview(data)
+    while view:
+        try:
+            n = os.write(fd, view)
+        except BlockingIOError:
+            select.select([], [fd], [])
+            continue
+        except OSError:
+            if state is not None:
+                state[0] = True
+            return
+        view = view[n:]
+
+
+def _relay(rfd: int, pid: int, sink: _LazySink) -> _LazySink:
+    broken = [False]
+    try:
+        pidfd = os.pidfd_open(pid)
+    except (OSError, AttributeError):
+        pidfd = -1
+    poller = select.poll()
+    poller.register(rfd, select.POLLIN)
+    if pidfd >= 0:
+        poller.register(pidfd, select.POLLIN)
+    deadline: float | None = None
+    # One preallocated buffer: os.read would allocate (and page-fault) a fresh 1 MiB each time.
+    buf = bytearray(READ_SIZE)
+    view = memoryview(buf)
+    import time
+
+    try:
+        while True:
+            timeout = None
+            if deadline is not None:
+                timeout = max(0, int((deadline - time.monotonic()) * 1000))
+            events = poller.poll(timeout)
+            got_data = False
+            for fd, _ev in events:
+                if fd == pidfd:
+                    poller.unregister(pidfd)
+                    deadline = time.monotonic() + DRAIN_GRACE
+            for fd, _ev in events:
+                if fd != rfd:
+                    continue
+                try:
+                    n = os.readv(rfd, [buf])
+                except OSError as e:
+                    if e.errno in (errno.EINTR, errno.EAGAIN):
+                        continue
+                    n = 0  # EIO: the pty has no writer left
+                if not n:
+                    return sink
+                got_data = True
+                _write_all(2, view[:n], broken)
+                sink.written += n
+                sink.last = buf[n - 1 : n]
+                sink.feed(buf, n)
+            if deadline is not None and not got_data and time.monotonic() >= deadline:
+                _hand_off(rfd, broken)
+                return sink
+    finally:
+        view.release()
+        if pidfd >= 0:
+            os.close(pidfd)
+        os.close(rfd)  # after a hand-off the copier holds its own copy
+
+
+def _hand_off(rfd: int, broken: list[bool]) -> None:
+    """A background process still holds stderr: keep copying it in a detached process."""
+    try:
+        pid = os.fork()
+    except OSError:
+        return
+    if pid:
+        return
+    try:  # the copier: no Python-level state beyond this loop
+        signal.pthread_sigmask(signal.SIG_SETMASK, set())
+        for sig in _FORWARDED:
+            if sig not in (signal.SIGWINCH,):
+                try:
+                    signal.signal(sig, signal.SIG_IGN)
+                except (OSError, ValueError):
+                    pass
+        while True:
+            try:
+                data = os.read(rfd, READ_SIZE)
+            except InterruptedError:
+                continue
+            except OSError:
+                break
+            if not data:
+                break
+            _write_all(2, data, broken)
+    finally:
+        os._exit(0)
+
+
+class _Forwarder:
+    """Blocks the forwarded signals and relays those sent with kill(2) to the child."""
+
+    def __init__(self, tty_fd: int) -> None:
+        self.tty_fd = tty_fd
+        self.original_mask: set[int] = set()
+        self.sigs: set[int] = set()
+        self.pid = 0
+        self._thread: threading.Thread | None = None
+        self._blocked = False
+
+    def block(self) -> None:
+        if threading.current_thread() is not threading.main_thread():
+            self.original_mask = set(signal.pthread_sigmask(signal.SIG_BLOCK, ()))
+            return
+        for sig in _FORWARDED:
+            try:
+                if signal.getsignal(sig) is signal.SIG_IGN:
+                    continue
+            except ValueError:
+                continue
+            self.sigs.add(sig)
+        self.original_mask = set(signal.pthread_sigmask(signal.SIG_BLOCK, self.sigs | {_STOP}))
+        self._blocked = True
+
+    def start(self, pid: int) -> None:
+        self.pid = pid
+        if not self._blocked:
+            return
+        self._thread = threading.Thread(target=self._loop, name="guard-signal-forwarder", daemon=True)
+        self._thread.start()
+
+    def _loop(self) -> None:
+        waited = self.sigs | {_STOP}
+        me = os.getpid()
+        while True:
+            try:
+                info = signal.sigwaitinfo(waited)
+            except InterruptedError:
+                continue
+            except OSError:
+                return
+            sig = info.si_signo
+            if sig == _STOP and info.si_pid == me:
+                return
+            if sig == signal.SIGWINCH and self.tty_fd >= 0:
+                _copy_winsize(self.tty_fd)  # the pty follows the real terminal's size
+            if info.si_code == _SI_KERNEL or sig == _STOP:
+                continue  # generated by the terminal: the child, in our process group, has it too
+            if info.si_pid == self.pid:
+                continue
+            try:
+                os.kill(self.pid, sig)
+            except OSError:
+                pass
+
+    def stop(self) -> None:
+        if self._thread is not None:
+            try:
+                signal.pthread_kill(self._thread.ident or 0, _STOP)
+            except (OSError, ValueError):
+                pass
+            self._thread.join(2)
+            self._thread = None
+        if self._blocked:
+            # Swallow what is still pending (a ^C the child already got) before unblocking.
+            pending = signal.sigpending() & (self.sigs | {_STOP})
+            for _ in range(len(pending)):
+                try:
+                    signal.sigtimedwait(pending, 0)
+                except OSError:
+                    break
+            signal.pthread_sigmask(signal.SIG_SETMASK, self.original_mask)
+            self._blocked = False
