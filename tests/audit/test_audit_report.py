@@ -1,0 +1,441 @@
+"""``guard audit``: merging, collector envelopes, filters, the reports and their machine forms."""
+
+from __future__ import annotations
+
+import csv
+import gzip
+import io
+import json
+import sys
+from pathlib import Path
+
+import pytest
+from audit_records import T0, record, write_jsonl
+
+from guard.audit import report
+
+DAY = 86400.0
+
+
+def run(
+    argv: list[str], capsysbinary: pytest.CaptureFixture[bytes], stdin: bytes | None = None
+) -> tuple[int, str, str]:
+    if stdin is not None:
+        sys.stdin = io.TextIOWrapper(io.BytesIO(stdin))
+    try:
+        code = report.main(argv)
+    finally:
+        sys.stdin = sys.__stdin__
+    out, err = capsysbinary.readouterr()
+    return code, out.decode("utf-8"), err.decode("utf-8")
+
+
+def report_json(
+    argv: list[str], capsysbinary: pytest.CaptureFixture[bytes], stdin: bytes | None = None
+) -> dict:
+    code, out, err = run([*argv, "--json"], capsysbinary, stdin)
+    assert code == 0, err
+    return json.loads(out)
+
+
+# --------------------------------------------------------------------------- merging
+
+
+def test_union_by_id_across_files_sorted_by_ts_then_id(
+    tmp_path: Path, capsysbinary: pytest.CaptureFixture[bytes]
+) -> None:
+    a = [record(0, id="A0"), record(60, id="A1"), record(120, id="S1")]
+    b = [record(120, id="S0"), record(60, id="A1"), record(30, id="B0")]  # A1 in both copies
+    fa = write_jsonl(tmp_path / "a.jsonl", a)
+    fb = write_jsonl(tmp_path / "b.jsonl", b)
+    code, out, err = run([str(fa), str(fb), "--records"], capsysbinary)
+    assert code == 0 and err == ""
+    ids = [json.loads(x)["id"] for x in out.splitlines()]
+    assert ids == ["A0", "B0", "A1", "S0", "S1"]  # S0 < S1 at the same ts
+
+    data = report_json([str(fa), str(fb)], capsysbinary)
+    assert data["summary"]["records"] == 5 and data["summary"]["duplicates"] == 1
+    assert data["summary"]["sources"] == 2
+
+
+def test_directories_and_gzip_are_read(tmp_path: Path, capsysbinary: pytest.CaptureFixture[bytes]) -> None:
+    (tmp_path / "box1").mkdir()
+    (tmp_path / "box2").mkdir()
+    write_jsonl(tmp_path / "box1" / "audit.jsonl", [record(0, id="one")])
+    with gzip.open(tmp_path / "box2" / "audit.jsonl.20260101T000000000Z.gz", "wt") as f:
+        f.write(json.dumps(record(5, id="two")) + "\n")
+    (tmp_path / "box2" / "audit.jsonl.lock").write_text("")
+    data = report_json([str(tmp_path)], capsysbinary)
+    assert data["summary"]["records"] == 2 and data["summary"]["malformed"] == 0
+
+
+def test_stdin_concatenated_stream(capsysbinary: pytest.CaptureFixture[bytes]) -> None:
+    lines = [json.dumps(record(i * 10, id=f"r{i}")) for i in range(5)]
+    stream = ("\n".join(lines + lines[:2]) + "\n").encode()  # two sandboxes shipped the same records
+    data = report_json([], capsysbinary, stdin=stream)
+    assert data["summary"]["records"] == 5 and data["summary"]["duplicates"] == 2
+    data = report_json(["-"], capsysbinary, stdin=stream)
+    assert data["summary"]["records"] == 5
+
+
+def _collector_lines(rec: dict) -> list[str]:
+    line = json.dumps(rec)
+    return [
+        # Vector file source → file sink with the json codec: the line is in "message".
+        json.dumps(
+            {
+                "file": "/sandbox/7/audit.jsonl",
+                "host": "sb-7",
+                "message": line,
+                "source_type": "file",
+                "timestamp": "2026-01-01T12:00:01Z",
+            }
+        ),
+        # Vector with parse_json merged into the event: our fields at the top, plus its own.
+        json.dumps({**rec, "file": "/sandbox/7/audit.jsonl", "source_type": "file"}),
+        # Fluent Bit tail → file output (out_file default format): "tag: [time, {log: line}]".
+        "guard.audit: [1767268801.0, " + json.dumps({"log": line}) + "]",
+        # Fluent Bit with the json parser: "tag: [time, {fields}]".
+        "guard.audit: [1767268801.0, " + json.dumps(rec) + "]",
+        # OpenTelemetry collector filelog receiver → file exporter (OTLP JSON).
+        json.dumps(
+            {
+                "resourceLogs": [
+                    {
+                        "resource": {"attributes": [{"key": "host.name", "value": {"stringValue": "sb-7"}}]},
+                        "scopeLogs": [
+                            {
+                                "logRecords": [
+                                    {"timeUnixNano": "1767268801000000000", "body": {"stringValue": line}}
+                                ]
+                            }
+                        ],
+                    }
+                ]
+            }
+        ),
+        # A log viewer's prefix: "time stream flag line" (Kubernetes container logs).
+        "2026-01-01T12:00:01.000000000Z stdout F " + line,
+    ]
+
+
+@pytest.mark.parametrize("shape", range(6))
+def test_collector_envelopes_are_unwrapped(shape: int, capsysbinary: pytest.CaptureFixture[bytes]) -> None:
+    rec = record(0, id="wrapped-1", agent="agent-z")
+    stream = (_collector_lines(rec)[shape] + "\n").encode()
+    code, out, err = run(["--records"], capsysbinary, stdin=stream)
+    assert code == 0 and err == ""
+    [got] = [json.loads(x) for x in out.splitlines()]
+    assert got["id"] == "wrapped-1" and got["agent"] == "agent-z" and got["command"] == rec["command"]
+
+
+def test_all_envelopes_of_one_record_count_once(capsysbinary: pytest.CaptureFixture[bytes]) -> None:
+    rec = record(0, id="same")
+    stream = ("\n".join(_collector_lines(rec)) + "\n").encode()
+    data = report_json([], capsysbinary, stdin=stream)
+    assert data["summary"]["records"] == 1 and data["summary"]["duplicates"] == 5
+
+
+def test_malformed_lines_are_counted_with_one_warning(
+    tmp_path: Path, capsysbinary: pytest.CaptureFixture[bytes]
+) -> None:
+    good = [record(i, id=f"g{i}") for i in range(3)]
+    f = write_jsonl(
+        tmp_path / "a.jsonl",
+        good,
+        extra_lines=(
+            "{not json",
+            '{"id": "x"}',
+            "",
+            '{"id":"y","ts":"yesterday","verdict":"refuse"}',
+            '{"id":"torn","ts":"2026-01-',
+        ),
+    )
+    code, out, err = run([str(f), "--json"], capsysbinary)
+    assert code == 0
+    assert err.count("\n") == 1 and "skipped 4 malformed lines" in err and "a.jsonl:4" in err
+    assert json.loads(out)["summary"]["records"] == 3
+
+
+def test_unreadable_file_and_bad_options_are_one_line_and_exit_2(
+    tmp_path: Path, capsysbinary: pytest.CaptureFixture[bytes]
+) -> None:
+    for argv in (
+        [str(tmp_path / "missing.jsonl")],
+        ["--since", "last tuesday"],
+        ["--bogus"],
+        ["--json", "--csv"],
+    ):
+        code, out, err = run(argv, capsysbinary, stdin=b"")
+        assert code == 2, argv
+        assert out == "" and err.count("\n") == 1 and err.startswith("guard audit: "), (argv, err)
+        assert "Traceback" not in err
+
+
+# --------------------------------------------------------------------------- filters
+
+
+@pytest.fixture
+def fleet(tmp_path: Path) -> Path:
+    recs = [
+        record(0, id="1", agent="claude-1", thread="t1", role="worker", rule="git-push", category="publish"),
+        record(
+            DAY,
+            id="2",
+            agent="claude-1",
+            thread="t2",
+            role="worker",
+            rule="git-status",
+            category="read-probe",
+            tool="git_status",
+        ),
+        record(
+            2 * DAY,
+            id="3",
+            agent="codex-2",
+            thread="t9",
+            role="coordinator",
+            rule="git-init",
+            category="create",
+            tool="git_clone",
+        ),
+        record(
+            3 * DAY,
+            id="4",
+            agent="codex-2",
+            thread="t9",
+            role="coordinator",
+            kind="annotation",
+            verdict="allow",
+            rule="cred-prompt",
+            category=None,
+            tool=None,
+        ),
+    ]
+    return write_jsonl(tmp_path / "fleet.jsonl", recs)
+
+
+@pytest.mark.parametrize(
+    ("argv", "ids"),
+    [
+        ([], ["1", "2", "3", "4"]),
+        (["--since", "2026-01-02"], ["2", "3", "4"]),
+        (["--until", "2026-01-02"], ["1", "2"]),  # a date includes that whole day
+        (["--since", "2026-01-02T12:00:00Z", "--until", "2026-01-03T11:59:59Z"], ["2"]),
+        (["--agent", "codex-*"], ["3", "4"]),
+        (["--agent", "claude-1", "--agent", "codex-2"], ["1", "2", "3", "4"]),
+        (["--thread", "t9"], ["3", "4"]),
+        (["--role", "worker"], ["1", "2"]),
+        (["--rule", "git-*"], ["1", "2", "3"]),
+        (["--category", "create"], ["3"]),
+        (["--verdict", "allow"], ["4"]),
+        (["--kind", "refusal", "--agent", "claude-1", "--thread", "t2"], ["2"]),
+    ],
+)
+def test_filters(
+    argv: list[str], ids: list[str], fleet: Path, capsysbinary: pytest.CaptureFixture[bytes]
+) -> None:
+    code, out, err = run([str(fleet), *argv, "--records"], capsysbinary)
+    assert code == 0, err
+    assert [json.loads(x)["id"] for x in out.splitlines()] == ids
+
+
+def test_relative_since() -> None:
+    assert report.parse_when("7d", now=T0) == T0 - 7 * DAY
+    assert report.parse_when("90m", now=T0) == T0 - 5400
+    assert report.parse_when("2026-01-01T12:00:00+02:00") == T0 - 7200
+
+
+# --------------------------------------------------------------------------- reports
+
+
+def test_top_refusals_by_rule_category_and_normalised_command(
+    tmp_path: Path, capsysbinary: pytest.CaptureFixture[bytes]
+) -> None:
+    recs = [record(i, command=f"git push origin feature-{i}") for i in range(5)]
+    recs += [
+        record(10 + i, command=f"cd /workspace/p{i} && git status", rule="git-status", category="read-probe")
+        for i in range(3)
+    ]
+    recs += [record(20, command="env | grep -i token", rule="env-grep", category="token-search")]
+    recs += [
+        record(
+            30,
+            kind="annotation",
+            verdict="allow",
+            rule="cred-prompt",
+            category=None,
+            command="pip install git+https://github.com/o/p",
+        )
+    ]
+    data = report_json([str(write_jsonl(tmp_path / "l.jsonl", recs))], capsysbinary)
+    assert data["top"]["rule"] == [
+        {"key": "git-push", "count": 5},
+        {"key": "git-status", "count": 3},
+        {"key": "env-grep", "count": 1},
+    ]
+    assert data["top"]["category"][0] == {"key": "publish", "count": 5}
+    assert data["top"]["command"] == [
+        {"key": "git push …", "count": 5},
+        {"key": "cd … && git status", "count": 3},
+        {"key": "env | grep -i token", "count": 1},
+    ]
+    assert data["summary"]["refusals"] == 9 and data["summary"]["annotations"] == 1
+
+
+@pytest.mark.parametrize(
+    ("command", "normal"),
+    [
+        ("git -C /workspace/app commit -m 'wip'", "git -C … commit -m …"),
+        ("GIT_DIR=/w/.git /usr/bin/git status", "GIT_DIR=… git status"),
+        ("bash -c 'git push origin main'", "bash -c 'git push …'"),
+        ("gh pr create --title 'Fix it' --body x", "gh pr create --title … --body …"),
+        ("git remote add up https://github.com/o/r.git", "git remote add … https://github.com/…"),
+        (
+            "curl -X POST https://api.github.com/repos/o/r/pulls -d @b.json",
+            "curl -X POST https://api.github.com/… -d …",
+        ),
+        ("printenv GITHUB_TOKEN", "printenv GITHUB_TOKEN"),
+        ("cat ~/.git-credentials", "cat ~/.git-credentials"),
+        ("echo 'unterminated", "echo …"),
+    ],
+)
+def test_normalise_command(command: str, normal: str) -> None:
+    assert report.normalise_command(command) == normal
+
+
+def test_retries_runs_and_wasted_steps(tmp_path: Path, capsysbinary: pytest.CaptureFixture[bytes]) -> None:
+    m = 60.0
+    recs = [
+        # claude-1/t1: refused, retried twice within minutes (a run of 3), then again 2 h later alone.
+        record(0, agent="claude-1", thread="t1"),
+        record(2 * m, agent="claude-1", thread="t1", category="mutate"),
+        record(5 * m, agent="claude-1", thread="t1"),
+        record(125 * m, agent="claude-1", thread="t1"),
+        # claude-1/t2 interleaved in time but another thread: its own run of 2.
+        record(1 * m, agent="claude-1", thread="t2"),
+        record(3 * m, agent="claude-1", thread="t2"),
+        # codex-2/t1: same thread name, other agent: refusals 11 min apart are separate runs.
+        record(0, agent="codex-2", thread="t1"),
+        record(11 * m, agent="codex-2", thread="t1"),
+        # annotations do not count as refusals.
+        record(4 * m, agent="codex-2", thread="t1", kind="annotation", verdict="allow"),
+    ]
+    data = report_json([str(write_jsonl(tmp_path / "l.jsonl", recs))], capsysbinary)
+    r = data["retries"]
+    assert (r["runs"], r["runs_with_retries"], r["wasted"]) == (5, 2, 3)
+    rows = {(t["agent"], t["thread"]): t for t in r["threads"]}
+    assert rows["claude-1", "t1"] == {
+        "agent": "claude-1", "thread": "t1", "refusals": 4, "runs": 2, "wasted": 2, "longest": 3, "top_category": "publish",
+    }  # fmt: skip
+    assert (rows["claude-1", "t2"]["wasted"], rows["claude-1", "t2"]["longest"]) == (1, 2)
+    assert (rows["codex-2", "t1"]["runs"], rows["codex-2", "t1"]["wasted"]) == (2, 0)
+    assert [(t["agent"], t["thread"]) for t in r["threads"]][0] == ("claude-1", "t1")
+    # A wider window joins codex-2's two refusals into one run.
+    wide = report_json([str(tmp_path / "l.jsonl"), "--window", "15"], capsysbinary)["retries"]
+    assert wide["wasted"] == 4
+
+
+def test_never_fired_rules(tmp_path: Path, fleet: Path, capsysbinary: pytest.CaptureFixture[bytes]) -> None:
+    rules = tmp_path / "rules.txt"
+    rules.write_text(
+        "# every rule id\ngit-push\ngit-status   read probes\ngit-stash\ncred-prompt\nnetrc-read\n"
+    )
+    data = report_json([str(fleet), "--rules-list", str(rules)], capsysbinary)
+    assert data["never_fired"] == {"known": True, "rules": ["git-stash", "netrc-read"]}
+    # Over a period in which git-push did not fire, it is listed too.
+    data = report_json([str(fleet), "--rules-list", str(rules), "--since", "2026-01-02"], capsysbinary)
+    assert data["never_fired"]["rules"] == ["git-push", "git-stash", "netrc-read"]
+    rules.write_text(json.dumps(["a", "git-init"]))
+    assert report_json([str(fleet), "--rules-list", str(rules)], capsysbinary)["never_fired"]["rules"] == [
+        "a"
+    ]
+
+
+def test_never_fired_degrades_without_a_rule_list(
+    fleet: Path, monkeypatch: pytest.MonkeyPatch, capsysbinary: pytest.CaptureFixture[bytes]
+) -> None:
+    monkeypatch.setattr(report, "policy_rule_ids", lambda: None)
+    data = report_json([str(fleet)], capsysbinary)
+    assert data["never_fired"] == {"known": False, "rules": []}
+    code, out, _ = run([str(fleet)], capsysbinary)
+    assert "Rules that never fired: unknown (pass --rules-list FILE)" in out
+
+
+def test_per_day_trend_with_empty_days_and_bars(
+    tmp_path: Path, capsysbinary: pytest.CaptureFixture[bytes]
+) -> None:
+    recs = [record(i) for i in range(8)] + [record(2 * DAY + i) for i in range(4)]
+    recs.append(record(2 * DAY + 9, kind="annotation", verdict="allow"))
+    f = write_jsonl(tmp_path / "l.jsonl", recs)
+    data = report_json([str(f)], capsysbinary)
+    assert data["per_day"] == [
+        {"day": "2026-01-01", "refusals": 8, "annotations": 0},
+        {"day": "2026-01-02", "refusals": 0, "annotations": 0},
+        {"day": "2026-01-03", "refusals": 4, "annotations": 1},
+    ]
+    code, out, _ = run([str(f)], capsysbinary)
+    lines = out.splitlines()
+    day1 = next(x for x in lines if x.startswith("  2026-01-01"))
+    day3 = next(x for x in lines if x.startswith("  2026-01-03"))
+    assert day1.count("█") == report.BAR_WIDTH and day3.count("█") == report.BAR_WIDTH // 2
+    assert "(+1 annotations)" in day3
+
+
+def test_bar_eighths() -> None:
+    assert report.bar(0, 10) == ""
+    assert report.bar(10, 10, 4) == "████"
+    assert report.bar(1, 16, 4) == "▎"  # 1/16 of 4 cells = 2 eighths
+    assert report.bar(1, 10_000, 4) == "▏"  # never invisible when non-zero
+
+
+def test_text_report_sections(fleet: Path, capsysbinary: pytest.CaptureFixture[bytes]) -> None:
+    code, out, err = run([str(fleet), "--rules-list", "/dev/null"], capsysbinary)
+    assert code == 0 and err == ""
+    for heading in (
+        "guard audit: 4 records (3 refusals, 1 annotations), 2026-01-01 → 2026-01-04 UTC",
+        "Refused most, by rule",
+        "Refused most, by category",
+        "Refused most, by normalised command",
+        "Retries after a refusal",
+        "Rules that never fired over the period: 0",
+        "Refusals per day (UTC)",
+    ):
+        assert heading in out
+
+
+# --------------------------------------------------------------------------- machine forms
+
+
+def test_json_shape(fleet: Path, capsysbinary: pytest.CaptureFixture[bytes]) -> None:
+    data = report_json([str(fleet)], capsysbinary)
+    assert set(data) == {"summary", "top", "retries", "never_fired", "per_day"}
+    assert set(data["summary"]) == {
+        "records",
+        "refusals",
+        "annotations",
+        "sources",
+        "duplicates",
+        "malformed",
+        "first",
+        "last",
+        "agents",
+        "threads",
+    }
+    assert set(data["top"]) == {"rule", "category", "command"}
+    assert set(data["retries"]) == {"window_minutes", "runs", "runs_with_retries", "wasted", "threads"}
+    assert data["summary"]["first"].startswith("2026-01-01T12:00:00")
+
+
+def test_csv_shape(fleet: Path, capsysbinary: pytest.CaptureFixture[bytes], tmp_path: Path) -> None:
+    code, out, _ = run([str(fleet), "--csv"], capsysbinary)
+    rows = list(csv.DictReader(io.StringIO(out)))
+    assert code == 0 and len(rows) == 4
+    assert list(rows[0]) == list(report.CSV_COLUMNS)
+    assert [r["id"] for r in rows] == ["1", "2", "3", "4"] and rows[2]["agent"] == "codex-2"
+    f = write_jsonl(
+        tmp_path / "f.jsonl", [record(0, command='=HYPERLINK("http://evil")', agent="+cmd", via=["a", "b"])]
+    )
+    code, out, _ = run([str(f), "--csv"], capsysbinary)
+    row = next(csv.DictReader(io.StringIO(out)))
+    assert row["command"].startswith("'=") and row["agent"] == "'+cmd" and row["via"] == "a > b"
