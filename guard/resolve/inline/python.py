@@ -578,7 +578,7 @@ class _Analyzer:
             if isinstance(f, ast.Name) and f.id == "str" and len(node.args) == 1:
                 v = self.ev(node.args[0], env, d)
                 return _to_str(v) if _is_known(v) and not isinstance(v, tuple | dict) else UNK
-            return UNK
+            return self.ref(node, env, d) or UNK
         q = r.qual
         if q == "shlex.split" and node.args:
             v = self.ev(node.args[0], env, d)
