@@ -142,6 +142,10 @@ class _Analyzer:
     def add(self, n, **kw: object) -> None:  # type: ignore[no-untyped-def]
         kw.setdefault("line", n.start_point[0] + 1)
         f = Finding(**kw)  # type: ignore[arg-type]
+        if f.kind == "token" and any(
+            (g.kind, g.var, g.line) == (f.kind, f.var, f.line) for g in self.findings
+        ):
+            return  # one report per variable and line (print(json.dumps(env)) is one dump)
         if f not in self.findings:
             self.findings.append(f)
 

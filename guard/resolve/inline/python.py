@@ -204,6 +204,10 @@ class _Analyzer:
         if kw.get("kind") in {"argv", "shell", "gitlib"} and kw.get("cwd") is None and self.cwd is not None:
             kw["cwd"] = self.cwd
         f = Finding(**kw)  # type: ignore[arg-type]
+        if f.kind == "token" and any(
+            (g.kind, g.var, g.line) == (f.kind, f.var, f.line) for g in self.st.findings
+        ):
+            return  # one report per variable and line (print(json.dumps(env)) is one dump)
         if f not in self.st.findings:
             self.st.findings.append(f)
 
