@@ -150,9 +150,10 @@ def _check_stream(ctx: Context) -> int:
         has_id = False
         try:
             obj = json.loads(line)
+            if isinstance(obj, dict):
+                has_id, id_ = "id" in obj, obj.get("id")
             if not isinstance(obj, dict) or not isinstance(obj.get("command"), str):
                 raise ValueError("expected an object with a string 'command'")
-            has_id, id_ = "id" in obj, obj.get("id")
             lctx = ctx
             if obj.get("cwd") is not None:
                 lctx = replace(lctx, cwd=str(obj["cwd"]))

@@ -512,6 +512,7 @@ def _dumps_env(prog: str, args: tuple[str, ...]) -> bool:
 
 # ----------------------------------------------------------------------------- files
 
+REMOTE_RE = re.compile(r"^[\w.@-]+:(?!//)")
 COPIERS = frozenset({"cp", "mv", "rsync", "install", "ln", "ditto"})
 WRITERS = frozenset({"tee", "touch", "mkdir", "cp", "mv", "install", "ln", "rsync", "dd", "truncate"})
 
@@ -530,11 +531,13 @@ def file_facts(inv: Invocation, world: World) -> dict:
         elif pos:
             targets.append(_copy_dest(inv))
     for t in targets:
+        if prog in ("rsync", "scp") and REMOTE_RE.match(t):
+            continue  # host:path is on another machine
         full = paths.join(inv.cwd, t, home)
         if paths.has_component(full.replace(UNKNOWN, "x"), ".git") and where(full, world) == "tree":
             facts["dotgit_write"] = True
             facts["dest_path"] = full
-    if prog in COPIERS and len(pos) >= 2:
+    if prog in COPIERS and len(pos) >= 2 and not REMOTE_RE.match(_copy_dest(inv)):
         dest = paths.real(paths.join(inv.cwd, _copy_dest(inv), home))
         if where(dest, world) == "tree":
             excl = " ".join(inv.argv).replace("'", "")
