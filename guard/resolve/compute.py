@@ -62,7 +62,7 @@ _SIMPLE_ESC = {"a": "\a", "b": "\b", "e": "\x1b", "E": "\x1b", "f": "\f", "n": "
                "t": "\t", "v": "\v", "\\": "\\"}
 
 
-def _unescape(s: str, *, echo: bool) -> tuple[str, bool]:
+def _unescape(s: str, *, echo: bool, any_octal: bool = False) -> tuple[str, bool]:
     """Backslash escapes of ``echo -e`` / printf ``%b`` (echo=True) or a printf format.
 
     Returns the text and whether ``\\c`` asked to stop all further output.
@@ -103,7 +103,7 @@ def _unescape(s: str, *, echo: bool) -> tuple[str, bool]:
             m = re.match(r"[0-7]{0,3}", s[i:])
             out.append(chr(int(m.group() or "0", 8)))  # type: ignore[union-attr]
             i += m.end()  # type: ignore[union-attr]
-        elif e in "01234567" and not echo:
+        elif e in "01234567" and (not echo or any_octal):
             m = re.match(r"[0-7]{0,2}", s[i:])
             out.append(chr(int(e + m.group(), 8) & 0xFF))  # type: ignore[union-attr]
             i += m.end()  # type: ignore[union-attr]
@@ -147,30 +147,32 @@ def _printf(args: list[str], _stdin: str | None) -> str:
     fmt, rest = args[0], args[1:]
     out: list[str] = []
     total = 0
+    start = 0
     while True:
-        consumed, text, stop = _printf_once(fmt, rest)
+        consumed, text, stop = _printf_once(fmt, rest, start)
         out.append(text)
         total += len(text)
         if total > MAX_BYTES:
             raise _Fail
         if stop:
             break
-        rest = rest[consumed:]
-        if consumed == 0 or not rest:
+        start += consumed
+        if consumed == 0 or start >= len(rest):
             break
     return "".join(out)
 
 
-def _printf_once(fmt: str, args: list[str]) -> tuple[int, str, bool]:
+def _printf_once(fmt: str, args: list[str], start: int) -> tuple[int, str, bool]:
+    """One pass of the format over args[start:]: (arguments used, text, stop requested)."""
     out: list[str] = []
     used = 0
     pos = 0
 
     def take() -> str | None:
         nonlocal used
-        if used < len(args):
+        if start + used < len(args):
             used += 1
-            return args[used - 1]
+            return args[start + used - 1]
         return None
 
     for m in _SPEC_RE.finditer(fmt):
@@ -192,7 +194,7 @@ def _printf_once(fmt: str, args: list[str]) -> tuple[int, str, bool]:
         if conv == "s":
             out.append((spec + "s") % (arg or ""))
         elif conv == "b":
-            text, stop = _unescape(arg or "", echo=True)
+            text, stop = _unescape(arg or "", echo=True, any_octal=True)
             out.append((spec + "s") % text)
             if stop:
                 return used, "".join(out), True

@@ -1,0 +1,88 @@
+"""The inline entry point: interpreter table, dispatch, caps, never raising."""
+
+from __future__ import annotations
+
+import pytest
+
+from guard.resolve.inline import (
+    INTERPRETERS,
+    MAX_SOURCE,
+    TOKEN_VARS,
+    Finding,
+    analyze_inline,
+    interpreter_lang,
+    looks_like_command,
+)
+
+
+@pytest.mark.parametrize(
+    ("program", "lang"),
+    [
+        ("python", "python"), ("python3", "python"), ("python3.11", "python"), ("pypy3", "python"),
+        ("node", "node"), ("nodejs", "node"), ("bun", "node"), ("deno", "node"),
+        ("perl", "perl"), ("ruby", "ruby"), ("php", "php"),
+        ("awk", "awk"), ("gawk", "awk"), ("mawk", "awk"), ("nawk", "awk"),
+    ],
+)
+def test_interpreters_table(program: str, lang: str) -> None:
+    assert INTERPRETERS[program] == lang
+    assert interpreter_lang(program) == lang
+
+
+@pytest.mark.parametrize(
+    ("program", "lang"),
+    [("/usr/bin/python3.12", "python"), ("perl5.36", "perl"), ("php8.2", "php"), ("python3.exe", "python"),
+     ("bash", None), ("git", None), ("pythonista", None)],
+)
+def test_interpreter_lang_versioned_and_foreign(program: str, lang: str | None) -> None:
+    assert interpreter_lang(program) == lang
+
+
+def test_token_vars() -> None:
+    assert TOKEN_VARS == {"GITHUB_TOKEN", "GH_TOKEN", "GH_ENTERPRISE_TOKEN", "GITHUB_PAT", "GIT_TOKEN",
+                          "GITHUB_ENTERPRISE_TOKEN"}
+
+
+@pytest.mark.parametrize(
+    ("lang", "src"),
+    [
+        ("python", "import os; os.system('git push')"),
+        ("node", "require('child_process').execSync('git push')"),
+        ("perl", "system('git push')"),
+        ("ruby", "system('git push')"),
+        ("php", "system('git push');"),
+        ("awk", 'BEGIN { system("git push") }'),
+    ],
+)
+def test_dispatch_to_each_language(lang: str, src: str) -> None:
+    findings, notes = analyze_inline(lang, src)
+    assert findings == [Finding(kind="shell", shell="git push", detail=findings[0].detail, line=1)]
+    assert notes == []
+
+
+def test_unknown_language_is_a_note() -> None:
+    assert analyze_inline("cobol", "DISPLAY 'git push'") == ([], ["cobol: no analyser for this language"])
+
+
+@pytest.mark.parametrize("lang", ["python", "node", "perl", "ruby", "php", "awk"])
+def test_oversized_source_is_a_note(lang: str) -> None:
+    findings, notes = analyze_inline(lang, "x" * (MAX_SOURCE + 1))
+    assert findings == []
+    assert notes == [f"{lang}: source larger than {MAX_SOURCE} characters, not analysed"]
+
+
+@pytest.mark.parametrize("lang", ["python", "node", "perl", "ruby", "php", "awk"])
+@pytest.mark.parametrize("src", ["", "\x00\x01\x02", "\ud800", "\uffff git push", "💥" * 1000])
+def test_odd_input_never_raises(lang: str, src: str) -> None:
+    findings, notes = analyze_inline(lang, src)
+    assert findings == []
+    assert isinstance(notes, list)
+
+
+@pytest.mark.parametrize(
+    ("text", "expected"),
+    [("git push", True), ("/usr/bin/git push", True), ("cd x && git commit -m y", True), ("curl -X POST u", True),
+     ("gh pr create", True), ("echo git push", False), ("github", False), ("digit", False), ("legit push", False)],
+)
+def test_looks_like_command(text: str, expected: bool) -> None:
+    assert looks_like_command(text) is expected
