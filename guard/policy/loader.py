@@ -1,8 +1,15 @@
 """Rule files → one compiled rule set, cached by content so the hot path never imports yaml.
 
-Layering: the shipped ``rules/`` folder, then the files and folders in ``GUARD_RULES``, then
-the config file (``GUARD_CONFIG``). A later rule with the same id replaces an earlier one;
-``enabled: false`` removes it.
+Layering: the shipped ``rules/`` folder, then each file or folder in ``GUARD_RULES``, then the
+config file (``GUARD_CONFIG``). A later rule with the same id replaces an earlier one (in its
+place); ``enabled: false`` removes it; a rule without ``match`` changes fields of an earlier one.
+
+Compiling (YAML, schema validation, examples) happens only when the cache misses and lives in
+``guard.policy.authoring``. The cache is one JSON file per content key. A compile with mistakes is
+cached too, so a broken edit costs one compile, not one per command; while it stands, ``load``
+answers with the last set that compiled cleanly for the same layering (``rules-lkg-*.json``, a
+symlink to its cache file), says so once per process, and falls back to the shipped rules only
+when no good set was ever loaded.
 """
 
 from __future__ import annotations
@@ -11,11 +18,11 @@ import hashlib
 import json
 import os
 import sys
-from dataclasses import dataclass, field
+from dataclasses import asdict, dataclass, field
 from pathlib import Path
 from typing import Any
 
-CACHE_VERSION = 2
+CACHE_VERSION = 3
 
 
 def shipped_rules_dir() -> Path:
@@ -28,36 +35,52 @@ def shipped_rules_dir() -> Path:
 
 @dataclass
 class RuleSet:
-    rules: list[dict[str, Any]]  # command rules, in order
+    rules: list[dict[str, Any]]  # command rules, in order; each carries "source" (file:line)
     config: dict[str, Any]
     digest: str
     sources: list[str] = field(default_factory=list)
-    errors: list[str] = field(default_factory=list)
+    errors: list[str] = field(default_factory=list)  # mistakes that made this compile unusable
+    dropped: list[str] = field(default_factory=list)  # rules left out because their examples fail
+    disabled: list[dict[str, str]] = field(default_factory=list)  # {id, source, by}
+    fallback: str | None = None  # set when this is not the set the files describe, and why
+
+
+@dataclass(frozen=True)
+class Layer:
+    name: str
+    files: tuple[Path, ...]
+    shipped: bool = False
+
+
+def rule_layers(extra: tuple[str, ...], config_path: str | None) -> list[Layer]:
+    """The layers in order: shipped rules, each GUARD_RULES entry, the config file."""
+    base = shipped_rules_dir()
+    layers = [Layer("rules/", (base / "config.yaml", *sorted((base / "commands").glob("*.yaml"))), True)]
+    for p in extra:
+        path = Path(p)
+        if path.is_dir():
+            found = {q for q in path.rglob("*") if q.suffix in (".yaml", ".yml") and q.is_file()}
+            layers.append(Layer(p, tuple(sorted(found))))
+        elif path.exists():
+            layers.append(Layer(p, (path,)))
+    if config_path:
+        layers.append(Layer(config_path, (Path(config_path),)))
+    return layers
 
 
 def rule_files(extra: tuple[str, ...], config_path: str | None) -> list[Path]:
     """Every YAML file that contributes, in layering order."""
-    out: list[Path] = []
-    base = shipped_rules_dir()
-    out.append(base / "config.yaml")
-    out.extend(sorted((base / "commands").glob("*.yaml")))
-    for p in extra:
-        path = Path(p)
-        if path.is_dir():
-            out.extend(sorted(path.rglob("*.yaml")) + sorted(path.rglob("*.yml")))
-        elif path.exists():
-            out.append(path)
-    if config_path:
-        out.append(Path(config_path))
-    return out
+    return [f for layer in rule_layers(extra, config_path) for f in layer.files]
 
 
-def _stamp(files: list[Path]) -> str:
-    h = hashlib.sha256(str(CACHE_VERSION).encode())
+def content_key(files: list[Path]) -> str:
+    """A hash of the files' names and bytes: the cache key."""
+    h = hashlib.sha256(f"guard-rules/{CACHE_VERSION}\0".encode())
     for f in files:
         try:
-            st = f.stat()
-            h.update(f"{f}\0{st.st_size}\0{st.st_mtime_ns}\0".encode())
+            data = f.read_bytes()
+            h.update(f"{f}\0{len(data)}\0".encode())
+            h.update(data)
         except OSError:
             h.update(f"{f}\0missing\0".encode())
     return h.hexdigest()
@@ -68,112 +91,117 @@ def cache_dir() -> Path:
     return Path(base) / "guard"
 
 
-def load(extra: tuple[str, ...] = (), config_path: str | None = None) -> RuleSet:
-    files = rule_files(extra, config_path)
-    stamp = _stamp(files)
-    cache = cache_dir() / f"rules-{stamp[:32]}.json"
+def _inputs_key(extra: tuple[str, ...], config_path: str | None) -> str:
+    text = json.dumps([str(shipped_rules_dir()), list(extra), config_path])
+    return hashlib.sha256(text.encode()).hexdigest()[:24]
+
+
+_said: set[str] = set()
+
+
+def _say_once(line: str) -> None:
+    if "stale" in _said:
+        return
+    _said.add("stale")
     try:
-        data = json.loads(cache.read_bytes())
-        return RuleSet(data["rules"], data["config"], data["digest"], data["sources"], data["errors"])
-    except (OSError, ValueError, KeyError):
+        os.write(2, ("guard: rules: " + line.replace("\n", " ") + "\n").encode("utf-8", "replace"))
+    except OSError:
         pass
-    rs = compile_files(files)
-    _write_cache(cache, rs)
+
+
+def load(extra: tuple[str, ...] = (), config_path: str | None = None) -> RuleSet:
+    """The effective rule set for these layers. Never raises.
+
+    When the files hold mistakes: the last good set for the same layering, else the shipped
+    rules, else (the shipped rules themselves are broken) the broken compile with ``errors``."""
+    layers = rule_layers(extra, config_path)
+    files = [f for layer in layers for f in layer.files]
+    key = content_key(files)
+    cdir = cache_dir()
+    name = f"rules-{key[:32]}.json"
+    rs = read_cache(cdir / name)
+    if rs is None:
+        rs = compile_layers(layers)
+        write_cache(cdir / name, rs)
+    if not rs.errors:
+        _remember_good(cdir, _inputs_key(extra, config_path), name)
+        return rs
+    good = read_cache(cdir / f"rules-lkg-{_inputs_key(extra, config_path)}.json")
+    if good is not None and not good.errors:
+        good.fallback = f"{rs.errors[0]}; using the last good rule set"
+        _say_once(good.fallback)
+        return good
+    if extra or config_path:
+        shipped = load((), None)
+        if not shipped.errors:
+            shipped.fallback = f"{rs.errors[0]}; using the shipped rules (no good rule set was loaded before)"
+            _say_once(shipped.fallback)
+            return shipped
     return rs
 
 
-def _write_cache(cache: Path, rs: RuleSet) -> None:
+def compile_layers(layers: list[Layer]) -> RuleSet:
+    """Compile (cold path). A bug in the compiler becomes an error, never a traceback."""
     try:
-        cache.parent.mkdir(parents=True, exist_ok=True)
-        tmp = cache.with_suffix(f".{os.getpid()}.tmp")
-        tmp.write_text(json.dumps({"rules": rs.rules, "config": rs.config, "digest": rs.digest,
-                                   "sources": rs.sources, "errors": rs.errors}))
-        os.replace(tmp, cache)
+        from guard.policy.authoring import compile_for_load
+
+        rs = compile_for_load(layers)
+    except Exception as e:  # noqa: BLE001 — the hot path must survive anything here
+        return RuleSet([], {}, "", [str(f) for layer in layers for f in layer.files],
+                       [f"internal error while compiling rules: {type(e).__name__}: {e}"])
+    for line in rs.dropped:
+        try:
+            os.write(2, f"guard: rules: {line}\n".encode("utf-8", "replace"))
+        except OSError:
+            pass
+    return rs
+
+
+def read_cache(path: Path) -> RuleSet | None:
+    try:
+        data = json.loads(path.read_bytes())
+        return RuleSet(**{k: data[k] for k in RuleSet.__dataclass_fields__ if k in data})
+    except (OSError, ValueError, TypeError, KeyError):
+        return None
+
+
+def write_cache(path: Path, rs: RuleSet) -> None:
+    try:
+        path.parent.mkdir(parents=True, exist_ok=True)
+        tmp = path.with_name(f".{path.name}.{os.getpid()}.tmp")
+        tmp.write_text(json.dumps(asdict(rs)))
+        os.replace(tmp, path)
+    except (OSError, TypeError, ValueError):
+        pass
+
+
+def _remember_good(cdir: Path, inputs: str, name: str) -> None:
+    """Point rules-lkg-<inputs>.json at the cache file of this good set (a readlink when unchanged)."""
+    link = cdir / f"rules-lkg-{inputs}.json"
+    try:
+        if os.readlink(link) == name:
+            return
+    except OSError:
+        pass
+    try:
+        tmp = cdir / f".lkg-{inputs}.{os.getpid()}.tmp"
+        try:
+            os.unlink(tmp)
+        except OSError:
+            pass
+        os.symlink(name, tmp)
+        os.replace(tmp, link)
     except OSError:
         pass
 
 
-def read_yaml(path: Path) -> tuple[Any, str | None]:
-    import yaml
-
-    try:
-        text = path.read_text(encoding="utf-8")
-    except (OSError, UnicodeDecodeError) as e:
-        return None, f"{path}: cannot read: {e}"
-    try:
-        return yaml.safe_load(text), None
-    except yaml.YAMLError as e:
-        mark = getattr(e, "problem_mark", None)
-        where = f"{path}:{mark.line + 1}:{mark.column + 1}" if mark else str(path)
-        return None, f"{where}: YAML syntax error: {getattr(e, 'problem', e)}"
-
-
-def compile_files(files: list[Path]) -> RuleSet:
-    rules: dict[str, dict[str, Any]] = {}
-    config: dict[str, Any] = {}
-    errors: list[str] = []
-    digest = hashlib.sha256()
-    for f in files:
-        doc, err = read_yaml(f)
-        if err:
-            errors.append(err)
-            continue
-        try:
-            digest.update(f.read_bytes())
-        except OSError:
-            pass
-        if not isinstance(doc, dict):
-            if doc is not None:
-                errors.append(f"{f}: expected a mapping with 'rules:' or 'config:' at the top")
-            continue
-        if isinstance(doc.get("config"), dict):
-            _merge_config(config, doc["config"])
-        for i, r in enumerate(doc.get("rules") or []):
-            if not isinstance(r, dict) or "id" not in r:
-                errors.append(f"{f}: rule #{i + 1} has no id")
-                continue
-            if "match" not in r and r.get("enabled", True) is not False:
-                if r["id"] in rules:  # an override that changes fields only
-                    rules[r["id"]] = {**rules[r["id"]], **r}
-                    continue
-                errors.append(f"{f}: rule {r['id']}: missing 'match'")
-                continue
-            if r.get("enabled", True) is False:
-                rules.pop(r["id"], None)
-                continue
-            rule = dict(r)
-            rule["source"] = f"{_display(f)}:{_line_of(f, r['id'])}"
-            rules.pop(r["id"], None)
-            rules[r["id"]] = rule
-    return RuleSet(list(rules.values()), config, digest.hexdigest()[:16], [str(f) for f in files], errors)
-
-
-def _merge_config(into: dict[str, Any], new: dict[str, Any]) -> None:
-    for k, v in new.items():
-        if isinstance(v, dict) and isinstance(into.get(k), dict):
-            into[k] = {**into[k], **v}
-        else:
-            into[k] = v
-
-
-def _display(f: Path) -> str:
+def display(f: Path) -> str:
+    """How a rule file is named in messages: ``rules/…`` for shipped files, else as given."""
     base = shipped_rules_dir()
     try:
         return "rules/" + str(f.resolve().relative_to(base.resolve()))
-    except ValueError:
+    except (ValueError, OSError):
         return str(f)
-
-
-def _line_of(f: Path, rule_id: str) -> int:
-    try:
-        for n, line in enumerate(f.read_text(encoding="utf-8").splitlines(), start=1):
-            s = line.strip()
-            if s.startswith("- id:") or s.startswith("id:"):
-                if s.split(":", 1)[1].strip().strip("'\"") == rule_id:
-                    return n
-    except OSError:
-        pass
-    return 1
 
 
 def warn_once(rs: RuleSet) -> None:
