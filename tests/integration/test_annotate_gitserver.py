@@ -20,7 +20,7 @@ from pathlib import Path
 import pytest
 
 USER, PASSWORD = "agent", "secret"
-PRIVATE = {"private.git", "private-crate.git", "private-npm.git", "private-go.git"}
+PRIVATE = {"private"}  # by name without .git: http-backend also finds private.git as /private
 
 
 def git_backend() -> str | None:
@@ -45,7 +45,7 @@ class _Handler(BaseHTTPRequestHandler):
 
     def _serve(self) -> None:
         path, _, query = self.path.partition("?")
-        repo = path.lstrip("/").split("/", 1)[0]
+        repo = path.lstrip("/").split("/", 1)[0].removesuffix(".git")
         if repo in PRIVATE and not self._authorized():
             self.send_response(401)
             self.send_header("WWW-Authenticate", 'Basic realm="private"')
@@ -147,8 +147,8 @@ class GitServer:
         self.thread.join(5)
 
 
-@pytest.fixture(scope="session")
-def git_server(tmp_path_factory: pytest.TempPathFactory):
+@pytest.fixture(scope="session", name="git_server")
+def git_server_fixture(tmp_path_factory: pytest.TempPathFactory):
     if git_backend() is None:
         pytest.skip("git http-backend not available")
     root = tmp_path_factory.mktemp("gitsrv")
@@ -163,6 +163,8 @@ def test_server_serves_public_and_refuses_private_without_auth(git_server: GitSe
     assert ok.returncode == 0 and "refs/heads/main" in ok.stdout
     bad = subprocess.run(["git", "ls-remote", git_server.url("private.git")], env=env, capture_output=True, text=True)
     assert bad.returncode != 0 and "terminal prompts disabled" in bad.stderr
+    bare = subprocess.run(["git", "ls-remote", git_server.url("private")], env=env, capture_output=True, text=True)
+    assert bare.returncode != 0 and "terminal prompts disabled" in bare.stderr
     auth = git_server.url("private.git").replace("http://", f"http://{USER}:{PASSWORD}@")
     good = subprocess.run(["git", "ls-remote", auth], env=env, capture_output=True, text=True)
     assert good.returncode == 0 and "refs/heads/main" in good.stdout
