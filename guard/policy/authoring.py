@@ -68,8 +68,17 @@ def field_name(path: Path_) -> str:
     return out
 
 
+def _subsequence(short: str, long: str) -> bool:
+    it = iter(long)
+    return all(c in it for c in short)
+
+
 def did_you_mean(word: Any, choices: Iterable[str]) -> str:
-    close = difflib.get_close_matches(str(word), list(choices), n=1, cutoff=0.6)
+    """``; did you mean 'x'?`` — an abbreviation or a misspelling of one of ``choices`` — or ""."""
+    word, choices = str(word), list(choices)
+    abbrev = [c for c in choices if len(word) >= 2 and c != word and _subsequence(word.lower(), c.lower())]
+    close = difflib.get_close_matches(word, abbrev, n=1, cutoff=0.0) if abbrev else []
+    close = close or difflib.get_close_matches(word, choices, n=1, cutoff=0.6)
     return f"; did you mean {close[0]!r}?" if close else ""
 
 
@@ -130,8 +139,6 @@ def read_doc(path: Path, name: str | None = None) -> Doc:
             text_ = f"YAML syntax error: {problem}" + (f" ({context})" if context else "")
             doc.problems.append(Diagnostic(doc.name, line, col, "", text_, "yaml-syntax"))
         return doc
-    for line, col in sorted(tabs.items()):
-        doc.problems.append(Diagnostic(doc.name, line, col, "", "a tab in the indentation: indent with spaces", "tab", "warning"))
     if root is None:
         return doc
     ctor = yaml.constructor.SafeConstructor()
@@ -323,10 +330,10 @@ def validate(v: Any, s: Mapping[str, Any], root: Mapping[str, Any], path: Path_ 
                 out.extend(validate(item, props[k], root, (*path, k)))
             elif extra is False:
                 known = [p for p in props if "x-reject" not in _resolve(props[p], root)]
-                what = s.get("x-unknown", "key")
+                what = s.get("x-unknown", "a known key")
                 hint = did_you_mean(k, known) or f"; expected one of {', '.join(known)}"
                 out.append(Issue((*path, k), "unknown-fact" if "x-unknown" in s else "unknown-key",
-                                 f"not a known {what}{hint}", key=True))
+                                 f"not {what}{hint}", key=True))
             elif isinstance(extra, dict):
                 out.extend(validate(item, extra, root, (*path, k)))
     return out
@@ -564,7 +571,10 @@ def compile_files(layers: list[Layer], *, examples: str = "all", skip: frozenset
                                     "duplicate-id"))
             continue
         seen[(e.layer, rid)] = e
-        if not e.valid or (e.doc.name, e.index) in skip:
+        if (e.doc.name, e.index) in skip:
+            continue
+        if not e.valid:  # still say what the schema cannot, so one pass shows every mistake
+            diags.extend(rule_problems(e, e.rule, tools))
             continue
         if e.rule.get("enabled", True) is False:
             if rid in effective:
@@ -789,10 +799,10 @@ def stderr_lint(paths: list[str], docs: Mapping[Path, Doc]) -> list[str]:
                 if doc is not None and idx is not None:
                     multi = isinstance(doc.data["annotations"][idx].get("pattern"), list)
                     path = ("annotations", idx, "pattern", j) if multi else ("annotations", idx, "pattern")
-                    out.append(str(doc.diag(path, f"{shown(pat)} matches an empty line, so it would annotate "
+                    out.append(str(doc.diag(path, f"{json.dumps(pat)} matches an empty line, so it would annotate "
                                             "every failing command", "pattern-matches-empty")))
                 else:
-                    out.append(f"{r.source}:{r.line}: {r.id}: pattern {shown(pat)} matches an empty line")
+                    out.append(f"{r.source}:{r.line}: {r.id}: pattern {json.dumps(pat)} matches an empty line")
     return out
 
 
