@@ -12,9 +12,10 @@ from __future__ import annotations
 import os
 import re
 from collections.abc import Collection, Iterable, Mapping, Sequence
-from typing import Any
+from typing import TYPE_CHECKING, Any
 
-from guard.act.stderr_rules import StderrRule, default_paths, load_rules, load_with_problems
+if TYPE_CHECKING:
+    from guard.act.stderr_rules import StderrRule
 
 __all__ = [
     "PREFIX",
@@ -34,6 +35,17 @@ MAX_CAPTURE = 300
 _URL = re.compile(r"(?:[a-z][a-z0-9+.-]*://|[\w.-]+@[\w.-]+:)[^\s'\"<>()]+", re.I)
 _USERINFO = re.compile(r"^([a-z][a-z0-9+.-]*://)([^/@:]*)(?::[^/@]*)?@", re.I)
 _CONTROL = re.compile(r"[\x00-\x1f\x7f-\x9f]")
+
+
+# --------------------------------------------------------------------------- rules
+
+
+def load_rules(paths: Iterable[str | os.PathLike[str]] | None = None, **kw: Any) -> list[StderrRule]:
+    """Compiled stderr rules from ``paths`` (files or folders; default: the shipped
+    rules/stderr plus ``GUARD_RULES``). See ``guard.act.stderr_rules.load_rules``."""
+    from guard.act import stderr_rules
+
+    return stderr_rules.load_rules(paths, **kw)
 
 
 # --------------------------------------------------------------------------- conditions
@@ -185,7 +197,7 @@ class Annotator:
     ) -> Annotator:
         import shlex
 
-        rules = load_rules(default_paths(env), env=env)
+        rules = load_rules(None, env=env)
         in_tree = cwd_in_tree if cwd_in_tree is not None else _in_tree(cwd, env)
         progs = programs if programs is not None else (os.path.basename(argv[0]),) if argv else ()
         return cls(
@@ -312,6 +324,8 @@ def run_examples(rules: Iterable[StderrRule]) -> list[str]:
 
 def lint(paths: Iterable[str]) -> list[str]:
     """Problems in stderr rule files (file:line:column: field: what), without the cache."""
+    from guard.act.stderr_rules import load_with_problems
+
     return load_with_problems(paths, cache=False)[1]
 
 

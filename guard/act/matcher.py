@@ -1,10 +1,11 @@
 """Find patterns in a byte stream line by line, in linear time and bounded memory.
 
 Patterns are RE2 (``re2``): no backtracking, so a hostile line costs time linear in its length.
-They never match across a newline (RE2 ``never_nl``), so a match lies within one line.
+They never match across a newline (RE2 ``never_nl``), so a match lies within one line. Before
+RE2 runs, a literal every match must contain (``needles``) is looked for with ``bytes in``; a
+region without it is skipped, which keeps ordinary output at memory-search speed.
 
-The stream arrives in chunks. Complete lines of a chunk are scanned together in one RE2 set
-pass; the incomplete last line is carried to the next chunk, but only its last ``window`` bytes,
+The stream arrives in chunks. Complete lines of a chunk are scanned together; the incomplete last line is carried to the next chunk, but only its last ``window`` bytes,
 so a line of any length costs bounded memory. A pattern is guaranteed to be found when its match
 lies within the last ``window`` bytes of a line, or anywhere in a line that arrived within one
 chunk. A chunk without a newline costs a slice, not a scan.
@@ -31,6 +32,13 @@ def re2_options() -> Any:
     return opts
 
 
+def _source(rx: Any) -> str:
+    pat = rx.pattern
+    if isinstance(pat, bytes):
+        pat = pat.decode("utf-8", "replace")
+    return pat[4:] if pat.startswith("(?m)") else pat
+
+
 def compile_pattern(pattern: str) -> Any:
     """Compile one rule pattern (bytes, multi-line anchors, never across a newline).
 
@@ -47,6 +55,55 @@ def compile_pattern(pattern: str) -> Any:
         raise ValueError(str(reason)) from None
 
 
+def needles(pattern: str) -> tuple[bytes, ...] | None:
+    """Literal strings one of which every match of ``pattern`` contains, or None if unknown.
+
+    A cheap ``bytes in`` test on them lets a region that cannot match skip RE2 entirely.
+    """
+    try:
+        from re import _constants as c
+        from re import _parser
+
+        parsed = _parser.parse(pattern)
+    except Exception:
+        return None
+    if parsed.state.flags & (c.SRE_FLAG_IGNORECASE | c.SRE_FLAG_VERBOSE):
+        return None
+    found = _needles(list(parsed), c)
+    if not found or min(len(n) for n in found) < 3:
+        return None
+    return tuple(sorted({n.encode("utf-8") for n in found}))
+
+
+def _needles(seq: list[Any], c: Any) -> list[str] | None:
+    best: list[str] | None = None
+
+    def offer(cand: list[str] | None) -> None:
+        nonlocal best
+        if cand and all(cand) and (best is None or min(map(len, cand)) > min(map(len, best))):
+            best = cand
+
+    run: list[str] = []
+    for op, av in seq:
+        if op is c.LITERAL:
+            run.append(chr(av))
+            continue
+        offer(["".join(run)] if run else None)
+        run = []
+        if op is c.SUBPATTERN:
+            if av[1] or av[2]:  # scoped flags: do not guess
+                continue
+            offer(_needles(list(av[3]), c))
+        elif op is c.BRANCH:
+            alts = [_needles(list(b), c) for b in av[1]]
+            if all(alts):
+                offer([n for a in alts for n in a or ()])
+        elif op in (c.MAX_REPEAT, c.MIN_REPEAT) and av[0] >= 1:
+            offer(_needles(list(av[2]), c))
+    offer(["".join(run)] if run else None)
+    return best
+
+
 class StreamMatcher:
     """Feed bytes; read ``hits`` (key → named groups as bytes) and ``seen`` afterwards.
 
@@ -60,35 +117,22 @@ class StreamMatcher:
         self.hits: dict[str, dict[str, bytes]] = {}
         self.seen: list[bytes] = []
         self._watch = watch
-        self._pending: list[tuple[str, Any]] = list(patterns)
+        self._pending: list[tuple[str, Any, tuple[bytes, ...] | None]] = [
+            (key, rx, needles(_source(rx))) for key, rx in patterns
+        ]
+        self._watch_needles = needles(_source(watch)) if watch is not None else None
         self._tail = b""
-        self._set: Any = None
-        self._rebuild()
 
     @property
     def idle(self) -> bool:
-        return self._set is None
-
-    def _rebuild(self) -> None:
-        import re2
-
-        entries = [rx for _, rx in self._pending]
-        if self._watch is not None and len(self.seen) < MAX_SEEN:
-            entries.append(self._watch)
-        if not entries:
-            self._set = None
-            return
-        s = re2.Set.SearchSet(re2_options())
-        for rx in entries:
-            s.Add(rx.pattern)
-        s.Compile()
-        self._set = s
+        """Nothing left to look for: feeding costs nothing."""
+        return not self._pending and (self._watch is None or len(self.seen) >= MAX_SEEN)
 
     def feed(self, data: bytes | bytearray, n: int | None = None) -> None:
         """Look at ``data[:n]`` (default: all of it); nothing of ``data`` is kept by reference."""
         if n is None:
             n = len(data)
-        if self._set is None or not n:
+        if not n or self.idle:
             return
         w = self.window
         nl = data.rfind(b"\n", 0, n)
@@ -104,32 +148,39 @@ class StreamMatcher:
         self._scan(region)
 
     def close(self) -> None:
-        if self._set is not None and self._tail:
+        if self._tail and not self.idle:
             self._scan(self._tail)
         self._tail = b""
 
     def _scan(self, region: bytes) -> None:
-        found = self._set.Match(region)
-        if not found:
-            return
-        changed = False
-        npend = len(self._pending)
-        for i in sorted(found):
-            if i >= npend:
-                self._collect_seen(region)
-                changed = changed or len(self.seen) >= MAX_SEEN
+        present: dict[bytes, bool] = {}
+
+        def may_match(nd: tuple[bytes, ...] | None) -> bool:
+            if nd is None:
+                return True
+            for x in nd:
+                hit = present.get(x)
+                if hit is None:
+                    hit = present[x] = x in region
+                if hit:
+                    return True
+            return False
+
+        fired = False
+        for key, rx, nd in self._pending:
+            if not may_match(nd):
                 continue
-            key, rx = self._pending[i]
             m = rx.search(region)
             if m is None:
                 continue
             self.hits[key] = {
                 (k.decode() if isinstance(k, bytes) else k): v for k, v in m.groupdict().items() if v is not None
             }
-            changed = True
-        if changed:
-            self._pending = [(k, rx) for k, rx in self._pending if k not in self.hits]
-            self._rebuild()
+            fired = True
+        if fired:
+            self._pending = [p for p in self._pending if p[0] not in self.hits]
+        if self._watch is not None and len(self.seen) < MAX_SEEN and may_match(self._watch_needles):
+            self._collect_seen(region)
 
     def _collect_seen(self, region: bytes) -> None:
         for m in self._watch.finditer(region):
