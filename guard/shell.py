@@ -278,7 +278,7 @@ def _exec_real(argv: list[bytes], env: dict[bytes, bytes]) -> int:
     try:
         os.execve(shell, argv, env)
     except OSError as exc:
-        _say(f"guard: cannot run {os.fsdecode(shell)}: {exc.strerror}")
+        _say(f"guard: {os.fsdecode(shell)}: {exc.strerror}")
         return 127 if isinstance(exc, FileNotFoundError) else REFUSED_STATUS
     return REFUSED_STATUS  # not reached
 
