@@ -62,6 +62,13 @@ _SIMPLE_ESC = {"a": "\a", "b": "\b", "e": "\x1b", "E": "\x1b", "f": "\f", "n": "
                "t": "\t", "v": "\v", "\\": "\\"}
 
 
+_HEX2 = re.compile(r"[0-9a-fA-F]{1,2}")
+_HEX4 = re.compile(r"[0-9a-fA-F]{1,4}")
+_HEX8 = re.compile(r"[0-9a-fA-F]{1,8}")
+_OCT3 = re.compile(r"[0-7]{0,3}")
+_OCT2 = re.compile(r"[0-7]{0,2}")
+
+
 def _unescape(s: str, *, echo: bool, any_octal: bool = False) -> tuple[str, bool]:
     """Backslash escapes of ``echo -e`` / printf ``%b`` (echo=True) or a printf format.
 
@@ -86,27 +93,27 @@ def _unescape(s: str, *, echo: bool, any_octal: bool = False) -> tuple[str, bool
         elif e == "'" and not echo:
             out.append("'")
         elif e == "x":
-            m = re.match(r"[0-9a-fA-F]{1,2}", s[i:])
+            m = _HEX2.match(s, i)
             if m:
                 out.append(chr(int(m.group(), 16)))
-                i += m.end()
+                i = m.end()
             else:
                 out.append("\\x")
         elif e in "uU":
-            m = re.match(r"[0-9a-fA-F]{1,4}" if e == "u" else r"[0-9a-fA-F]{1,8}", s[i:])
+            m = (_HEX4 if e == "u" else _HEX8).match(s, i)
             if m and int(m.group(), 16) < 0x110000:
                 out.append(chr(int(m.group(), 16)))
-                i += m.end()
+                i = m.end()
             else:
                 out.append("\\" + e)
         elif e == "0" and echo:
-            m = re.match(r"[0-7]{0,3}", s[i:])
+            m = _OCT3.match(s, i)
             out.append(chr(int(m.group() or "0", 8)))  # type: ignore[union-attr]
-            i += m.end()  # type: ignore[union-attr]
+            i = m.end()  # type: ignore[union-attr]
         elif e in "01234567" and (not echo or any_octal):
-            m = re.match(r"[0-7]{0,2}", s[i:])
+            m = _OCT2.match(s, i)
             out.append(chr(int(e + m.group(), 8) & 0xFF))  # type: ignore[union-attr]
-            i += m.end()  # type: ignore[union-attr]
+            i = m.end()  # type: ignore[union-attr]
         else:
             out.append("\\" + e)
     return "".join(out), False
@@ -399,28 +406,33 @@ _CLASSES = {
 }
 
 
+_OCT13 = re.compile(r"[0-7]{1,3}")
+_TR_CLASS = re.compile(r"\[:(\w+):\]")
+_TR_REPEAT = re.compile(r"\[.\*\d*\]|\[=.=\]")
+
+
 def _tr_set(spec: str) -> str:
     out: list[str] = []
     i, n = 0, len(spec)
 
     def one(j: int) -> tuple[str, int]:
         if spec[j] == "\\" and j + 1 < n:
-            m = re.match(r"[0-7]{1,3}", spec[j + 1 :])
+            m = _OCT13.match(spec, j + 1)
             if m:
-                return chr(int(m.group(), 8)), j + 1 + m.end()
+                return chr(int(m.group(), 8)), m.end()
             e = spec[j + 1]
             return _SIMPLE_ESC.get(e, e), j + 2
         return spec[j], j + 1
 
     while i < n:
-        m = re.match(r"\[:(\w+):\]", spec[i:])
+        m = _TR_CLASS.match(spec, i)
         if m:
             if m.group(1) not in _CLASSES:
                 raise _Fail
             out.append(_CLASSES[m.group(1)])
-            i += m.end()
+            i = m.end()
             continue
-        if re.match(r"\[.\*\d*\]", spec[i:]) or re.match(r"\[=.=\]", spec[i:]):
+        if _TR_REPEAT.match(spec, i):
             raise _Fail  # repeats and equivalence classes: not modelled
         c, j = one(i)
         if j < n - 1 and spec[j] == "-":

@@ -19,6 +19,7 @@ from guard.resolve.inline import TOKEN_VARS, Finding, argv_of_string
 MAX_STEPS = 600_000
 MAX_DEPTH = 60
 MAX_VALUE = 100_000
+MAX_FINDINGS = 1_000
 
 
 class _Unknown:
@@ -132,6 +133,7 @@ class _Analyzer:
         self.env: dict[str, object] = {}
         self.findings: list[Finding] = []
         self.notes: list[str] = []
+        self.seen: set = set()
         self.steps = 0
 
     # ------------------------------------------------------------------ helpers
@@ -142,12 +144,16 @@ class _Analyzer:
     def add(self, n, **kw: object) -> None:  # type: ignore[no-untyped-def]
         kw.setdefault("line", n.start_point[0] + 1)
         f = Finding(**kw)  # type: ignore[arg-type]
-        if f.kind == "token" and any(
-            (g.kind, g.var, g.line) == (f.kind, f.var, f.line) for g in self.findings
-        ):
-            return  # one report per variable and line (print(json.dumps(env)) is one dump)
-        if f not in self.findings:
-            self.findings.append(f)
+        key = ("token", f.var, f.line) if f.kind == "token" else f
+        if key in self.seen:
+            return  # one report per finding; one per token variable and line
+        if len(self.findings) >= MAX_FINDINGS:
+            msg = f"node: more than {MAX_FINDINGS} findings; the rest are not reported"
+            if msg not in self.notes:
+                self.notes.append(msg)
+            return
+        self.seen.add(key)
+        self.findings.append(f)
 
     def note(self, n, text: str) -> None:  # type: ignore[no-untyped-def]
         msg = f"node: {text} at line {n.start_point[0] + 1}"

@@ -18,7 +18,8 @@ from dataclasses import dataclass
 from guard.ir import UNKNOWN
 from guard.resolve.inline import Finding
 
-MAX_TOKENS = 200_000
+MAX_TOKENS = 500_000
+MAX_FINDINGS = 1_000
 
 
 @dataclass(frozen=True, slots=True)
@@ -99,6 +100,15 @@ def _single(content: str, quote: str) -> tuple:
     return ("".join(out),)
 
 
+_PERL_QUOTE = re.compile(r"(qq|qx|qw|qr|q|m|s|tr|y)\s*([^\w\s,;)=])")
+_RUBY_PERCENT = re.compile(r"%([qQwWiIxr]?)([^\w\s])")
+_SIGIL_VAR = re.compile(r"[$@]{1,2}(\{\w+\}|\w+(?:::\w+)*)")
+_AWK_FIELD = re.compile(r"\$(\w+)")
+_NUMBER = re.compile(r"\d[\w.]*")
+_WORD = re.compile(r"\w+")
+_RUBY_WORD = re.compile(r"\w+[?!]?")
+_HEX_ESC = re.compile(r"\{([0-9a-fA-F]{1,8})\}|([0-9a-fA-F]{1,2})")
+_OCT_ESC = re.compile(r"[0-7]{1,3}")
 _PERL_VAR = re.compile(r"[$@](\{\w+\}|\w+(?:::\w+)*)(\[[^\]]*\]|\{[^}]*\})?")
 _PHP_VAR = re.compile(r"\{\$(\w+)[^}]*\}|\$\{(\w+)\}|\$(\w+)(\[[^\]]*\]|->\w+)?")
 _RUBY_INTERP = re.compile(r"#\{([^}]*)\}|#([@$]\w+)")
@@ -120,16 +130,16 @@ def _interp(content: str, lang: str) -> tuple:
         if c == "\\" and i + 1 < n:
             e = content[i + 1]
             if e == "x" and lang != "awk":
-                m = re.match(r"\{([0-9a-fA-F]+)\}|([0-9a-fA-F]{1,2})", content[i + 2 :])
-                if m:
+                m = _HEX_ESC.match(content, i + 2)
+                if m and int(m.group(1) or m.group(2), 16) < 0x110000:
                     buf.append(chr(int(m.group(1) or m.group(2), 16)))
-                    i += 2 + m.end()
+                    i = m.end()
                     continue
             if e in "01234567" and (lang in {"awk", "php"} or e == "0"):
-                m = re.match(r"[0-7]{1,3}", content[i + 1 :])
+                m = _OCT_ESC.match(content, i + 1)
                 if m:
                     buf.append(chr(int(m.group(), 8) & 0xFF))
-                    i += 1 + m.end()
+                    i = m.end()
                     continue
             buf.append(_ESC.get(e, e))
             i += 2
@@ -223,11 +233,11 @@ def _lex(src: str, lang: str) -> list[Tok]:
         elif c == "`" and lang in {"perl", "ruby", "php"}:
             body, i = _delimited(src, i + 1, "`")
             push("cmd", _interp(body, lang))
-        elif lang == "perl" and (m := re.match(r"(qq|qx|qw|qr|q|m|s|tr|y)\s*([^\w\s,;)=])", src[i:])) and (
+        elif lang == "perl" and (m := _PERL_QUOTE.match(src, i)) and (
             not toks or toks[-1].value not in {"->", "{"} or m.group(1) in {"qq", "qx", "qw", "q"}
         ) and not (i > 0 and (src[i - 1].isalnum() or src[i - 1] in "_$@%&")):
             op, delim = m.group(1), m.group(2)
-            body, i = _delimited(src, i + m.end(), delim)
+            body, i = _delimited(src, m.end(), delim)
             if op in {"s", "tr", "y"}:
                 if delim in _OPEN:
                     j = i
@@ -252,9 +262,9 @@ def _lex(src: str, lang: str) -> list[Tok]:
                 push("cmd", _interp(body, "perl") if delim != "'" else _single(body, delim))
             elif op == "qw":
                 push("words", tuple(body.split()))
-        elif lang == "ruby" and (m := re.match(r"%([qQwWiIxr]?)([^\w\s])", src[i:])) and not prev_is_value():
+        elif lang == "ruby" and (m := _RUBY_PERCENT.match(src, i)) and not prev_is_value():
             kind, delim = m.group(1), m.group(2)
-            body, i = _delimited(src, i + m.end(), delim)
+            body, i = _delimited(src, m.end(), delim)
             if kind == "q":
                 push("str", _single(body, delim))
             elif kind in {"Q", ""}:
@@ -271,27 +281,27 @@ def _lex(src: str, lang: str) -> list[Tok]:
                 i += 1
             push("num", 0)  # a regex match: a value
         elif c in "$@" and lang in {"perl", "ruby", "php"} and i + 1 < n and (src[i + 1].isalnum() or src[i + 1] in "_{"):
-            m = re.match(r"[$@]{1,2}(\{\w+\}|\w+(?:::\w+)*)", src[i:])
+            m = _SIGIL_VAR.match(src, i)
             if m:
                 name = m.group(1).strip("{}")
                 sigil = "@" if c == "@" and lang == "perl" else ("$" if lang != "ruby" else m.group(0)[: len(m.group(0)) - len(m.group(1))])
                 push("var", sigil + name)
-                i += m.end()
+                i = m.end()
             else:
                 push("op", c)
                 i += 1
-        elif c == "$" and lang == "awk" and (m := re.match(r"\$(\w+)", src[i:])):
+        elif c == "$" and lang == "awk" and (m := _AWK_FIELD.match(src, i)):
             push("var", m.group())
-            i += m.end()
+            i = m.end()
         elif c.isdigit():
-            m = re.match(r"\d[\w.]*", src[i:])
+            m = _NUMBER.match(src, i)
             push("num", m.group() if m else c)
-            i += m.end() if m else 1
+            i = m.end() if m else i + 1
         elif c.isalpha() or c == "_":
-            m = re.match(r"\w+[?!]?" if lang == "ruby" else r"\w+", src[i:])
+            m = (_RUBY_WORD if lang == "ruby" else _WORD).match(src, i)
             assert m is not None
             push("word", m.group())
-            i += m.end()
+            i = m.end()
             if lang == "ruby" and m.group() == "__END__":
                 break
         else:
@@ -330,11 +340,19 @@ class _Reader:
         self.vars: dict[str, object] = {}
         self.findings: list[Finding] = []
         self.notes: list[str] = []
+        self.seen: set[Finding] = set()
 
     def add(self, line: int, **kw: object) -> None:
         f = Finding(line=line, **kw)  # type: ignore[arg-type]
-        if f not in self.findings:
-            self.findings.append(f)
+        if f in self.seen:
+            return
+        if len(self.findings) >= MAX_FINDINGS:
+            msg = f"{self.lang}: more than {MAX_FINDINGS} findings; the rest are not reported"
+            if msg not in self.notes:
+                self.notes.append(msg)
+            return
+        self.seen.add(f)
+        self.findings.append(f)
 
     def note(self, line: int, text: str) -> None:
         msg = f"{self.lang}: {text} at line {line}"

@@ -25,6 +25,7 @@ MAX_DEPTH = 60  # expression nesting followed by the evaluator
 MAX_LOOP_ITEMS = 8  # a for-loop over a constant list is unrolled up to this many items
 MAX_EXEC_NESTING = 3  # exec("…") analysed recursively this deep
 MAX_VALUE = 100_000  # characters of a propagated constant
+MAX_FINDINGS = 1_000
 
 
 class _Unknown:
@@ -182,6 +183,7 @@ def _json_text(v: object) -> str:
 class _State:
     findings: list[Finding] = field(default_factory=list)
     notes: list[str] = field(default_factory=list)
+    seen: set = field(default_factory=set)
     steps: int = 0
     exec_nesting: int = 0
     line_offset: int = 0
@@ -189,6 +191,20 @@ class _State:
 
 class _Budget(Exception):
     pass
+
+
+def _record(st: _State, f: Finding) -> None:
+    """Keep a finding once; one token finding per variable and line; at most MAX_FINDINGS."""
+    key = ("token", f.var, f.line) if f.kind == "token" else f
+    if key in st.seen:
+        return
+    if len(st.findings) >= MAX_FINDINGS:
+        msg = f"python: more than {MAX_FINDINGS} findings; the rest are not reported"
+        if msg not in st.notes:
+            st.notes.append(msg)
+        return
+    st.seen.add(key)
+    st.findings.append(f)
 
 
 class _Analyzer:
@@ -203,13 +219,7 @@ class _Analyzer:
         kw.setdefault("line", _line(node) + self.st.line_offset)
         if kw.get("kind") in {"argv", "shell", "gitlib"} and kw.get("cwd") is None and self.cwd is not None:
             kw["cwd"] = self.cwd
-        f = Finding(**kw)  # type: ignore[arg-type]
-        if f.kind == "token" and any(
-            (g.kind, g.var, g.line) == (f.kind, f.var, f.line) for g in self.st.findings
-        ):
-            return  # one report per variable and line (print(json.dumps(env)) is one dump)
-        if f not in self.st.findings:
-            self.st.findings.append(f)
+        _record(self.st, Finding(**kw))  # type: ignore[arg-type]
 
     def note(self, node: ast.AST, text: str) -> None:
         msg = f"python: {text} at line {_line(node) + self.st.line_offset}"
@@ -1101,8 +1111,8 @@ def _fallback_scan(source: str, st: _State, reason: str) -> None:
         else:
             text = _literal(t.string) or ""
         if text and looks_like_command(text):
-            st.findings.append(Finding(kind="shell", shell=text, detail=f"{toks[j - 1].string} (string scan)",
-                                       line=t.start[0] + st.line_offset))
+            _record(st, Finding(kind="shell", shell=text, detail=f"{toks[j - 1].string} (string scan)",
+                                line=t.start[0] + st.line_offset))
 
 
 _STR_CALL_RE = re.compile(
@@ -1115,8 +1125,8 @@ def _regex_scan(source: str, st: _State) -> None:
         text = _literal(m.group("q") + m.group("body") + m.group("q")) or ""
         if text and looks_like_command(text):
             line = source.count("\n", 0, m.start()) + 1
-            st.findings.append(Finding(kind="shell", shell=text, detail=f"{m.group(1)} (string scan)",
-                                       line=line + st.line_offset))
+            _record(st, Finding(kind="shell", shell=text, detail=f"{m.group(1)} (string scan)",
+                                line=line + st.line_offset))
 
 
 def _literal(text: str) -> str | None:
