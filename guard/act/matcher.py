@@ -2,8 +2,8 @@
 
 Patterns are RE2 (``re2``): no backtracking, so a hostile line costs time linear in its length.
 They never match across a newline (RE2 ``never_nl``), so a match lies within one line. Before
-RE2 runs, a literal every match must contain (``needles``) is looked for with ``bytes in``; a
-region without it is skipped, which keeps ordinary output at memory-search speed.
+RE2 runs the patterns, one RE2 pass over the literals every match must contain (``needles``)
+decides whether a region needs a closer look at all; ordinary output stops there.
 
 The stream arrives in chunks. Complete lines of a chunk are scanned together; the incomplete last line is carried to the next chunk, but only its last ``window`` bytes,
 so a line of any length costs bounded memory. A pattern is guaranteed to be found when its match
@@ -122,6 +122,24 @@ class StreamMatcher:
         ]
         self._watch_needles = needles(_source(watch)) if watch is not None else None
         self._tail = b""
+        self._gate: Any = None
+        self._build_gate()
+
+    def _build_gate(self) -> None:
+        """One RE2 pass over literal alternatives decides whether a region needs a closer look;
+        a pattern without needles forces the closer look every time."""
+        import re2
+
+        groups = [nd for _, _, nd in self._pending]
+        if self._watch is not None and len(self.seen) < MAX_SEEN:
+            groups.append(self._watch_needles)
+        if not groups or any(nd is None for nd in groups):
+            self._gate = None
+            return
+        opts = re2_options()
+        opts.longest_match = True
+        lits = sorted({n for nd in groups for n in nd or ()})
+        self._gate = re2.compile(b"|".join(re2.escape(n) for n in lits), opts)
 
     @property
     def idle(self) -> bool:
@@ -153,6 +171,8 @@ class StreamMatcher:
         self._tail = b""
 
     def _scan(self, region: bytes) -> None:
+        if self._gate is not None and self._gate.search(region) is None:
+            return
         present: dict[bytes, bool] = {}
 
         def may_match(nd: tuple[bytes, ...] | None) -> bool:
@@ -179,6 +199,7 @@ class StreamMatcher:
             fired = True
         if fired:
             self._pending = [p for p in self._pending if p[0] not in self.hits]
+            self._build_gate()
         if self._watch is not None and len(self.seen) < MAX_SEEN and may_match(self._watch_needles):
             self._collect_seen(region)
 
