@@ -9,6 +9,7 @@ from __future__ import annotations
 
 import os
 import posixpath
+from functools import lru_cache
 
 from guard.ir import UNKNOWN, known_prefix
 
@@ -48,8 +49,10 @@ def normalise(path: str) -> str:
     return "/" + "/".join(out)
 
 
+@lru_cache(maxsize=8192)
 def real(path: str) -> str:
-    """Follow symlinks for the longest existing literal prefix of ``path``."""
+    """Follow symlinks for the longest existing literal prefix of ``path`` (cached per process:
+    one analysis is short-lived, and a path's meaning does not change under it)."""
     if UNKNOWN in path:
         head = known_prefix(path)
         cut = head.rfind("/")

@@ -15,13 +15,18 @@ WRITES = frozenset({"publish", "create", "absent", "mutate"})
 DEFAULT_EXEMPT = ("create", "absent", "mutate", "read-probe")
 
 _warned = False
+_loaded: dict[tuple, RuleSet] = {}
 
 
 def load(ctx: Context) -> RuleSet:
+    """The rule set for ``ctx``, compiled once per process (the files are read on first use)."""
     global _warned
     from guard.policy import loader
 
-    rs = loader.load(ctx.rule_paths, ctx.config_path)
+    key = (ctx.rule_paths, ctx.config_path)
+    rs = _loaded.get(key)
+    if rs is None:
+        rs = _loaded[key] = loader.load(ctx.rule_paths, ctx.config_path)
     if rs.errors and not _warned:
         _warned = True
         loader.warn_once(rs)
