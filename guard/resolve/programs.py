@@ -193,11 +193,9 @@ def _interpreter(
     w: Walker, argv: tuple[str, ...], st: State, fr: Frame, cwd: str, env: dict[str, str | None], stdin: str | None
 ) -> bool:
     """Analyse an inline program (``python -c``, ``node -e``, heredoc, a script file)."""
-    try:
-        from guard.resolve.inline import INTERPRETERS
-    except ImportError:
-        return False
-    lang = INTERPRETERS.get(basename(argv[0]))
+    from guard.resolve.inline import interpreter_lang
+
+    lang = interpreter_lang(argv[0])
     if lang is None:
         return False
     code, label = _inline_source(lang, argv, st, cwd, stdin)
@@ -284,11 +282,9 @@ def _executable_script(
         sub.positional = list(argv[1:])
         w.string(text, sub, fr, _show(argv[0]))
         return True
-    try:
-        from guard.resolve.inline import INTERPRETERS
-    except ImportError:
-        return False
-    lang = INTERPRETERS.get(interp.rstrip("0123456789."), INTERPRETERS.get(interp))
+    from guard.resolve.inline import interpreter_lang
+
+    lang = interpreter_lang(interp)
     if lang:
         inline_findings(w, lang, text, _show(argv[0]), st, fr, cwd, env)
         return False  # still emit the script itself
@@ -307,10 +303,8 @@ def output_of(argv: tuple[str, ...] | None, stdin: str | None, st: State | None 
         return _mktemp(argv, st)
     if prog == "pwd" and st is not None:
         return st.cwd + "\n"
-    try:
-        from guard.resolve.compute import evaluate
-    except ImportError:
-        return None
+    from guard.resolve.compute import evaluate
+
     try:
         return evaluate([argv], stdin)
     except Exception:  # the evaluator is best effort; never let it break the analysis
