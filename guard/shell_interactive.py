@@ -513,7 +513,12 @@ def interactive_session(parsed: ShellArgs) -> int:
             return REFUSED_STATUS
         return launch([os.fsencode(a) for a in parsed.options], None)
     _setup_readline()
+    # Like an interactive bash: ^C at the prompt drops the line, ^Z, ^\ and background-tty
+    # signals do not stop or kill the session (while a command runs the terminal is raw and
+    # those keys reach the command instead).
     signal.signal(signal.SIGINT, signal.default_int_handler)
+    for name in ("SIGTSTP", "SIGTTIN", "SIGTTOU", "SIGQUIT"):
+        signal.signal(getattr(signal, name), signal.SIG_IGN)
     try:
         alive = session.start()
         while alive:
