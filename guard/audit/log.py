@@ -141,20 +141,54 @@ def build_record(
     }
 
 
+# Fields that never hold free text from a command or its output; everything else is redacted.
+_PLAIN_FIELDS = frozenset(
+    ("id", "ts", "kind", "verdict", "category", "rule", "tool", "agent", "thread", "role", "host",
+     "command_chars", "command_sha256", "version", "rules_digest", "schema", "exit_status", "in_tree")
+)  # fmt: skip
+
+
+def _redact_value(value: object, depth: int = 0) -> object:
+    if isinstance(value, str):
+        return redact(value)
+    if depth < 3 and isinstance(value, dict):
+        return {k: _redact_value(v, depth + 1) for k, v in value.items()}
+    if depth < 3 and isinstance(value, (list, tuple)):
+        return [_redact_value(v, depth + 1) for v in value]
+    return value
+
+
+def complete_record(record: Mapping[str, Any], env: Mapping[str, str]) -> dict[str, Any]:
+    """``record`` with the identity fields a record built elsewhere may lack: agent, thread and
+    role from ``env``, host, guard version, schema. Fields already present are kept."""
+    rec = dict(record)
+    for key, name in (("agent", "GUARD_AGENT"), ("thread", "GUARD_THREAD"), ("role", "GUARD_ROLE")):
+        if key not in rec:
+            rec[key] = _cap(env.get(name) or None)
+    if "host" not in rec:
+        try:
+            rec["host"] = _cap(os.uname().nodename)
+        except OSError:
+            rec["host"] = None
+    if "version" not in rec:
+        from guard import __version__
+
+        rec["version"] = __version__
+    rec.setdefault("schema", SCHEMA)
+    return rec
+
+
 def encode_record(record: Mapping[str, Any]) -> bytes:
     """The record as one UTF-8 JSON line of at most ``RECORD_CAP`` bytes.
 
-    Fills ``id``/``ts`` when missing and redacts ``command`` again (idempotent), so a record built
-    elsewhere cannot carry a secret or exceed the cap either.
+    Fills ``id``/``ts`` when missing and redacts every free-text field again (idempotent), so a
+    record built elsewhere cannot carry a secret or exceed the cap either.
     """
-    rec = dict(record)
+    rec = {k: (v if k in _PLAIN_FIELDS else _redact_value(v)) for k, v in record.items()}
     if not rec.get("id"):
         rec["id"] = new_id()
     if not rec.get("ts"):
         rec["ts"] = rfc3339()
-    command = rec.get("command")
-    if isinstance(command, str):
-        rec["command"] = redact(command)
     limit = COMMAND_CAP
     for _ in range(8):
         line = _dumps(rec)
@@ -238,7 +272,7 @@ def append_record(record: Mapping[str, Any], env: Mapping[str, str]) -> None:
         path = default_log_path(env)
         if path is None:
             return
-        data = encode_record(record)
+        data = encode_record(complete_record(record, env))
         size = _write_line(path, data)
         max_bytes = _int_setting(env, "GUARD_AUDIT_MAX_BYTES", DEFAULT_MAX_BYTES)
         if max_bytes and size >= max_bytes:

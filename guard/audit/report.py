@@ -451,27 +451,38 @@ def read_rules_list(path: str) -> list[str]:
 
 
 def policy_rule_ids() -> list[str] | None:
-    """The loaded rule set's ids, when ``guard.policy`` can tell; None when it cannot."""
-    try:
-        from guard import policy
-        from guard.context import Context
+    """The loaded rule set's ids, when ``guard.policy`` can tell; None when it cannot.
 
-        ctx = Context.from_environ()
-        fn = getattr(policy, "rule_ids", None)
-        if callable(fn):
-            return sorted({str(x) for x in fn(ctx)})
-        rules = policy.load(ctx)
-        items = getattr(rules, "rules", rules)
-        if isinstance(items, Mapping):
-            items = list(items.values())
-        ids = set()
-        for rule in items:
-            rid = getattr(rule, "id", None) or (rule.get("id") if isinstance(rule, Mapping) else None)
-            if rid:
-                ids.add(str(rid))
-        return sorted(ids) or None
+    The rule loader's own warnings are not this report's business: they are swallowed here
+    (``guard rules lint`` is where they belong).
+    """
+    import contextlib
+
+    try:
+        with contextlib.redirect_stderr(io.StringIO()):
+            return _policy_rule_ids()
     except Exception:
         return None
+
+
+def _policy_rule_ids() -> list[str] | None:
+    from guard import policy
+    from guard.context import Context
+
+    ctx = Context.from_environ()
+    fn = getattr(policy, "rule_ids", None)
+    if callable(fn):
+        return sorted({str(x) for x in fn(ctx)})
+    rules = policy.load(ctx)
+    items = getattr(rules, "rules", rules)
+    if isinstance(items, Mapping):
+        items = list(items.values())
+    ids = set()
+    for rule in items:
+        rid = getattr(rule, "id", None) or (rule.get("id") if isinstance(rule, Mapping) else None)
+        if rid:
+            ids.add(str(rid))
+    return sorted(ids) or None
 
 
 # --------------------------------------------------------------------------- the report
@@ -720,7 +731,8 @@ def main(argv: list[str]) -> int:
                 if getattr(opts, name)
             ),
         )
-        rule_ids = read_rules_list(opts.rules_list) if opts.rules_list else policy_rule_ids()
+        wants_rules = not (opts.csv or opts.records)
+        rule_ids = read_rules_list(opts.rules_list) if opts.rules_list else None
         stdin = sys.stdin.buffer if sys.stdin is not None else io.BytesIO()
         paths = list(opts.logs)
         if not paths:
@@ -738,6 +750,8 @@ def main(argv: list[str]) -> int:
             f" (first at {inert(loaded.first_malformed)})"
         )
     kept = [(t, r) for t, r in loaded.records if filters.keep(t, r)]
+    if rule_ids is None and wants_rules:
+        rule_ids = policy_rule_ids()
     if opts.csv:
         text = render_csv(kept)
     elif opts.records:

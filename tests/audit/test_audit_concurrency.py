@@ -15,12 +15,11 @@ BIG_EVERY = 16  # one record in 16 carries a ~12 KiB field, well over PIPE_BUF
 
 
 def _pad(writer: int, seq: int) -> str:
-    """A per-record payload whose length and content the reader can check."""
-    if seq % BIG_EVERY == 0:
-        size = 12000
-    else:
-        size = (writer * 131 + seq * 17) % 1500
-    return chr(ord("a") + (writer + seq) % 26) * size
+    """A per-record payload whose length and content the reader can check: text like a command's
+    arguments (it goes through redaction like any free-text field)."""
+    size = 12000 if seq % BIG_EVERY == 0 else (writer * 131 + seq * 17) % 1500
+    word = f"w{writer}s{seq}/arg-{(writer * seq) % 9973:04d} "
+    return (word * (size // len(word) + 1))[:size]
 
 
 def _writer(path: str, writer: int, count: int, env_extra: dict[str, str]) -> None:
@@ -57,7 +56,7 @@ def _run(path: Path, writers: int, records: int, env_extra: dict[str, str] | Non
     for p in procs:
         p.start()
     for p in procs:
-        p.join(120)
+        p.join(600)
         assert p.exitcode == 0
 
 

@@ -265,3 +265,29 @@ def test_rotation_keeps_the_newest_files(tmp_path: Path) -> None:
     kept = [json.loads(x)["id"] for p in [*rotated, str(path)] for x in Path(p).read_text().splitlines()]
     assert kept == ids[-len(kept) :]  # oldest dropped, order preserved, nothing newer missing
     assert (tmp_path / "audit.jsonl.lock").exists()
+
+
+def test_a_record_built_by_the_annotator_is_completed_and_redacted(tmp_path: Path) -> None:
+    path = tmp_path / "audit.jsonl"
+    env = {
+        "GUARD_AUDIT_LOG": str(path),
+        "GUARD_AGENT": "claude-3",
+        "GUARD_THREAD": "th-9",
+        "GUARD_ROLE": "worker",
+    }
+    raw = {
+        "kind": "annotation",
+        "verdict": "annotate",
+        "rule": "git-credential-prompt",
+        "command": "git clone https://bob:s3cretpw@github.com/o/private",
+        "message": "fatal: could not read Password for 'https://bob:s3cretpw@github.com'",
+        "captures": {"url": "https://bob:s3cretpw@github.com", "more": [f"ghp_{GH}"]},
+        "exit_status": 128,
+    }
+    log.append_record(raw, env)
+    text = path.read_text()
+    assert "s3cretpw" not in text and GH not in text
+    rec = json.loads(text)
+    assert (rec["agent"], rec["thread"], rec["role"]) == ("claude-3", "th-9", "worker")
+    assert rec["version"] == guard.__version__ and rec["host"] and rec["id"] and rec["ts"]
+    assert rec["captures"]["url"] == "https://bob:[REDACTED]@github.com" and rec["exit_status"] == 128

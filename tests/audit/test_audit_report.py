@@ -15,6 +15,7 @@ from audit_records import T0, record, write_jsonl
 from guard.audit import report
 
 DAY = 86400.0
+REAL_POLICY_RULE_IDS = report.policy_rule_ids  # the autouse fixture stubs the attribute
 
 
 def run(
@@ -439,3 +440,34 @@ def test_csv_shape(fleet: Path, capsysbinary: pytest.CaptureFixture[bytes], tmp_
     code, out, _ = run([str(f), "--csv"], capsysbinary)
     row = next(csv.DictReader(io.StringIO(out)))
     assert row["command"].startswith("'=") and row["agent"] == "'+cmd" and row["via"] == "a > b"
+
+
+def test_rule_ids_come_from_guard_policy_when_it_can_tell(
+    monkeypatch: pytest.MonkeyPatch, capsys: pytest.CaptureFixture[str]
+) -> None:
+    import types
+
+    import guard
+
+    fake = types.ModuleType("guard.policy")
+
+    class RuleSet:
+        rules = [{"id": "git-push"}, {"id": "git-init"}, {"other": 1}]
+
+    def load(ctx: object) -> RuleSet:
+        print("a rule loader warning", file=sys.stderr)
+        return RuleSet()
+
+    fake.load = load  # type: ignore[attr-defined]
+    monkeypatch.setitem(sys.modules, "guard.policy", fake)
+    monkeypatch.setattr(guard, "policy", fake, raising=False)
+    assert REAL_POLICY_RULE_IDS() == ["git-init", "git-push"]
+    fake.rule_ids = lambda ctx: ["b", "a"]  # type: ignore[attr-defined]
+    assert REAL_POLICY_RULE_IDS() == ["a", "b"]
+
+    def broken(ctx: object) -> list[str]:
+        raise RuntimeError("rules half-written")
+
+    fake.rule_ids = broken  # type: ignore[attr-defined]
+    assert REAL_POLICY_RULE_IDS() is None  # degrade: the report says "unknown"
+    assert capsys.readouterr().err == ""  # the loader's warnings are not the report's
