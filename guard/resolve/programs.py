@@ -67,6 +67,11 @@ def run(
         else:
             w.string(text, st, fr, f"{prog} {_show(argv[1])}")
         return argv
+    if prog == "git" and _git_alias(w, argv, st, fr, cwd, env, stdin, writes, refs, pos):
+        return argv
+    if prog in ("npm", "yarn", "pnpm", "make", "gmake") and _project_runner(w, argv, st, fr, cwd, env):
+        w.emit(argv, st, fr, env, stdin, writes, refs, pos, cwd=cwd)
+        return argv
     if _interpreter(w, argv, st, fr, cwd, env, stdin):
         w.emit(argv, st, fr, env, stdin, writes, refs, pos, cwd=cwd)
         return argv
@@ -74,6 +79,60 @@ def run(
         return argv
     w.emit(argv, st, fr, env, stdin, writes, refs, pos, cwd=cwd)
     return argv
+
+
+def _git_alias(
+    w: Walker, argv: tuple[str, ...], st: State, fr: Frame, cwd: str, env: dict[str, str | None],
+    stdin: str | None, writes: tuple[str, ...], refs: list[str], pos: tuple[int, int],
+) -> bool:
+    """Expand a git alias into what it runs; remember ``git config alias.X …`` for later."""
+    from guard.resolve import gitalias
+    from guard.resolve.walk import Frame
+
+    defined = gitalias.defined_by(argv)
+    if defined:
+        st.git_aliases[defined[0]] = defined[1]
+        return False
+    merged = {k: v for k, v in st.vars.items() if isinstance(v, str)}
+    merged.update(env)
+    hit = gitalias.lookup(argv, merged, st.git_aliases)
+    if hit is None or fr.depth >= w.sink.max_depth or f"git alias {hit[0]}" in fr.via:
+        return False
+    name, value, i = hit
+    inner_fr = Frame(fr.via + (f"git alias {name}",), fr.depth + 1, fr.lang)
+    rest = argv[i + 1 :]
+    if value.startswith("!"):
+        code = value[1:] + "".join(" " + _quote(a) for a in rest)
+        w.string_in(code, _child(st, cwd, env), Frame(inner_fr.via, inner_fr.depth, "sh"))
+        return True
+    import shlex
+
+    try:
+        expansion = shlex.split(value)
+    except ValueError:
+        expansion = value.split()
+    run(w, (*argv[:i], *expansion, *rest), st, inner_fr, env, stdin, writes, refs, pos, cwd=cwd)
+    return True
+
+
+def _quote(s: str) -> str:
+    return "'" + s.replace("'", "'\\''") + "'"
+
+
+def _project_runner(
+    w: Walker, argv: tuple[str, ...], st: State, fr: Frame, cwd: str, env: dict[str, str | None]
+) -> bool:
+    """``npm run X`` and ``make X``: analyse the commands they would run, from their files."""
+    from guard.resolve import projects
+    from guard.resolve.walk import Frame
+
+    prog = basename(argv[0])
+    steps = projects.make_recipes(argv, cwd) if prog in ("make", "gmake") else projects.npm_scripts(argv, cwd)
+    if not steps:
+        return False
+    for label, code in steps:
+        w.string_in(code, _child(st, cwd, env), Frame(fr.via + (label,), fr.depth + 1, "sh"))
+    return True
 
 
 def _feed_xargs(argv: tuple[str, ...], stdin: str) -> tuple[str, ...]:

@@ -22,6 +22,7 @@ class State:
     positional: list[str] | None = None  # None: unknown ($1… of the outer shell)
     exported: dict[str, str | None] = field(default_factory=dict)  # assigned+exported in the command
     files: dict[str, str] = field(default_factory=dict)  # path → content written by the command
+    git_aliases: dict[str, str] = field(default_factory=dict)  # defined by `git config alias.X`
 
     def copy(self) -> State:
         return State(
@@ -33,6 +34,7 @@ class State:
             positional=None if self.positional is None else list(self.positional),
             exported=dict(self.exported),
             files=self.files,  # shared on purpose: a file written in a subshell exists after it
+            git_aliases=self.git_aliases,  # git config writes a file: it outlives the subshell too
         )
 
 

@@ -329,6 +329,12 @@ def initial_state(ctx: Context) -> State:
     st.aliases.update(ctx.aliases)
     for name, src in ctx.functions.items():
         st.functions[name] = src
+    for key, value in ctx.env.items():
+        # bash's exported functions: BASH_FUNC_name%%='() { body; }'
+        if key.startswith("BASH_FUNC_") and key.endswith("%%") and value.lstrip().startswith("()"):
+            name = key[10:-2]
+            st.functions[name] = f"{name} {value}"
+            st.vars.pop(key, None)
     return st
 
 

@@ -1,0 +1,118 @@
+"""git's own aliases: ``git -c alias.p=push p``, ``GIT_CONFIG_PARAMETERS``, ``GIT_CONFIG_COUNT``,
+``git config alias.p push`` earlier in the command, and the user's git config files."""
+
+from __future__ import annotations
+
+import os
+import re
+import shlex
+from collections.abc import Mapping
+from functools import lru_cache
+
+GLOBAL_WITH_ARG = frozenset({"-C", "-c", "--git-dir", "--work-tree", "--namespace", "--config-env", "--super-prefix"})
+
+
+def split_global(argv: tuple[str, ...]) -> tuple[list[str], int]:
+    """The ``-c`` values among git's global options, and the index of the subcommand."""
+    configs: list[str] = []
+    i = 1
+    while i < len(argv):
+        a = argv[i]
+        if a == "-c" and i + 1 < len(argv):
+            configs.append(argv[i + 1])
+            i += 2
+        elif a in GLOBAL_WITH_ARG:
+            i += 2
+        elif a.startswith("-"):
+            i += 1
+        else:
+            break
+    return configs, i
+
+
+def _from_pairs(pairs: list[str]) -> dict[str, str]:
+    out: dict[str, str] = {}
+    for p in pairs:
+        key, _, val = p.partition("=")
+        if key.lower().startswith("alias."):
+            out[key[6:]] = val
+    return out
+
+
+def env_aliases(env: Mapping[str, str | None]) -> dict[str, str]:
+    out: dict[str, str] = {}
+    params = env.get("GIT_CONFIG_PARAMETERS")
+    if params:
+        try:
+            out.update(_from_pairs(shlex.split(params)))
+        except ValueError:
+            pass
+    count = env.get("GIT_CONFIG_COUNT")
+    if count and count.isdigit():
+        for n in range(min(int(count), 100)):
+            k, v = env.get(f"GIT_CONFIG_KEY_{n}"), env.get(f"GIT_CONFIG_VALUE_{n}")
+            if k and v is not None and k.lower().startswith("alias."):
+                out[k[6:]] = v
+    return out
+
+
+@lru_cache(maxsize=16)
+def _file_aliases(path: str, stamp: tuple[int, int]) -> dict[str, str]:
+    try:
+        with open(path, encoding="utf-8", errors="replace") as f:
+            text = f.read(256 * 1024)
+    except OSError:
+        return {}
+    out: dict[str, str] = {}
+    section = ""
+    for raw in text.splitlines():
+        line = raw.strip()
+        if not line or line[0] in "#;":
+            continue
+        m = re.match(r"^\[\s*([^\]\s\"]+)", line)
+        if m:
+            section = m.group(1).lower()
+            continue
+        if section == "alias" and "=" in line:
+            k, v = line.split("=", 1)
+            v = v.strip()
+            if len(v) >= 2 and v[0] == v[-1] == '"':
+                v = v[1:-1].replace('\\"', '"')
+            out[k.strip()] = v
+    return out
+
+
+def file_aliases(env: Mapping[str, str | None]) -> dict[str, str]:
+    home = env.get("HOME") or "/root"
+    xdg = env.get("XDG_CONFIG_HOME") or os.path.join(home, ".config")
+    out: dict[str, str] = {}
+    for path in (os.path.join(xdg, "git", "config"), os.path.join(home, ".gitconfig")):
+        try:
+            st = os.stat(path)
+        except OSError:
+            continue
+        out.update(_file_aliases(path, (st.st_size, st.st_mtime_ns)))
+    return out
+
+
+def lookup(argv: tuple[str, ...], env: Mapping[str, str | None], defined: Mapping[str, str]) -> tuple[str, str, int] | None:
+    """(alias name, its value, subcommand index) when ``argv``'s subcommand is a git alias."""
+    configs, i = split_global(argv)
+    if i >= len(argv):
+        return None
+    sub = argv[i]
+    for source in (_from_pairs(configs), env_aliases(env), dict(defined), file_aliases(env)):
+        if sub in source:
+            return sub, source[sub], i
+    return None
+
+
+def defined_by(argv: tuple[str, ...]) -> tuple[str, str] | None:
+    """``git config [--global] alias.p push`` defines an alias for the rest of the command."""
+    _, i = split_global(argv)
+    if i >= len(argv) or argv[i] != "config":
+        return None
+    rest = [a for a in argv[i + 1 :] if not a.startswith("-")]
+    if len(rest) >= 2 and rest[0].lower().startswith("alias."):
+        return rest[0][6:], " ".join(rest[1:])
+    return None

@@ -1,0 +1,159 @@
+"""Project runners that run commands from a file: ``npm|yarn|pnpm run X`` (package.json scripts)
+and ``make X`` (the recipe lines of X and its prerequisites). Read-only, size-capped."""
+
+from __future__ import annotations
+
+import json
+import re
+
+from guard import paths
+from guard.ir import UNKNOWN
+
+FILE_CAP = 512 * 1024
+NPM_SHORTCUTS = frozenset({"test", "start", "stop", "restart"})
+
+
+def _read(path: str) -> str | None:
+    if UNKNOWN in path:
+        return None
+    try:
+        with open(path, "rb") as f:
+            data = f.read(FILE_CAP + 1)
+    except OSError:
+        return None
+    if len(data) > FILE_CAP:
+        return None
+    return data.decode("utf-8", "replace")
+
+
+def npm_scripts(argv: tuple[str, ...], cwd: str) -> list[tuple[str, str]] | None:
+    """[(label, shell code)] for ``npm run X`` / ``yarn X`` / ``pnpm X``, with pre/post scripts."""
+    prog = argv[0].rsplit("/", 1)[-1]
+    args = [a for a in argv[1:] if not a.startswith("-")]
+    if not args:
+        return None
+    if args[0] in ("run", "run-script"):
+        if len(args) < 2:
+            return None
+        name = args[1]
+    elif prog == "npm" and args[0] in NPM_SHORTCUTS:
+        name = args[0]
+    elif prog in ("yarn", "pnpm") and args[0] not in ("add", "install", "remove", "init", "create", "dlx", "exec"):
+        name = args[0]
+    else:
+        return None
+    for j, a in enumerate(argv):
+        if a in ("--prefix", "-C", "--cwd", "--dir") and j + 1 < len(argv):
+            cwd = paths.join(cwd, argv[j + 1])
+    text = _read(cwd.rstrip("/") + "/package.json")
+    if text is None:
+        return None
+    try:
+        scripts = json.loads(text).get("scripts") or {}
+    except (ValueError, AttributeError):
+        return None
+    if not isinstance(scripts, dict):
+        return None
+    out = []
+    for key in (f"pre{name}", name, f"post{name}"):
+        code = scripts.get(key)
+        if isinstance(code, str):
+            out.append((f"{prog} run {key}", code))
+    return out or None
+
+
+VAR_RE = re.compile(r"^([A-Za-z_][A-Za-z0-9_]*)\s*(?::?:=|\?=|=)\s*(.*)$", re.M)
+MAKEVAR_RE = re.compile(r"\$[({]([A-Za-z_][A-Za-z0-9_]*)[)}]")
+
+
+def _expand_vars(line: str, variables: dict[str, str]) -> str:
+    for _ in range(3):
+        new = MAKEVAR_RE.sub(lambda m: variables.get(m.group(1), m.group(0)), line)
+        if new == line:
+            break
+        line = new
+    return line
+
+
+RULE_RE = re.compile(r"^([^\s:=#][^:=#]*?)\s*::?(?!=)\s*([^;#]*)")
+
+
+def make_recipes(argv: tuple[str, ...], cwd: str, limit: int = 200) -> list[tuple[str, str]] | None:
+    """[(label, recipe line)] for ``make [-C DIR] [-f FILE] [TARGET…]``, prerequisites first."""
+    mfile = None
+    targets: list[str] = []
+    i = 1
+    while i < len(argv):
+        a = argv[i]
+        if a in ("-C", "--directory") and i + 1 < len(argv):
+            cwd = paths.join(cwd, argv[i + 1])
+            i += 2
+            continue
+        if a in ("-f", "--file", "--makefile") and i + 1 < len(argv):
+            mfile = argv[i + 1]
+            i += 2
+            continue
+        if a.startswith("-C") and len(a) > 2:
+            cwd = paths.join(cwd, a[2:])
+        elif a in ("-j", "-l", "-o", "-W", "-I") and i + 1 < len(argv) and not argv[i + 1].startswith("-"):
+            i += 2
+            continue
+        elif not a.startswith("-") and "=" not in a:
+            targets.append(a)
+        i += 1
+    name = mfile or next((n for n in ("GNUmakefile", "makefile", "Makefile") if _read(paths.join(cwd, n)) is not None), None)
+    if name is None:
+        return None
+    path = paths.join(cwd, name)
+    text = _read(path)
+    if text is None:
+        return None
+    rules, first = _parse_makefile(text)
+    if not rules:
+        return None
+    out: list[tuple[str, str]] = []
+    seen: set[str] = set()
+
+    def visit(t: str, depth: int) -> None:
+        if t in seen or depth > 30 or len(out) >= limit:
+            return
+        seen.add(t)
+        prereqs, recipe = rules.get(t, ([], []))
+        for p in prereqs:
+            visit(p, depth + 1)
+        for lineno, line in recipe:
+            out.append((f"make {t} → {name}:{lineno}", line))
+
+    for t in targets or ([first] if first else []):
+        visit(t, 0)
+    return out
+
+
+def _parse_makefile(text: str) -> tuple[dict[str, tuple[list[str], list[tuple[int, str]]]], str | None]:
+    rules: dict[str, tuple[list[str], list[tuple[int, str]]]] = {}
+    current: list[str] = []
+    first = None
+    lines = text.replace("\\\n", " ").split("\n")
+    variables = {m.group(1): m.group(2).strip() for m in VAR_RE.finditer(text)}
+    for n, line in enumerate(lines, start=1):
+        if line.startswith("\t"):
+            body = _expand_vars(line[1:].lstrip("@-+ \t"), variables)
+            for t in current:
+                rules[t][1].append((n, body.replace("$$", "$")))
+            continue
+        if not line.strip() or line.lstrip().startswith("#"):
+            continue
+        m = RULE_RE.match(line)
+        if m and not line.lstrip().startswith((".PHONY", "export ", "define ", "ifeq", "ifneq", "ifdef", "ifndef", "include", "-include")):
+            names = m.group(1).split()
+            prereqs = [p for p in m.group(2).split() if not p.startswith("$")]
+            current = names
+            for t in names:
+                if t.startswith(".") and first is None and t != ".DEFAULT":
+                    continue
+                rules.setdefault(t, ([], []))[0].extend(prereqs)
+                if first is None and not t.startswith(".") and "%" not in t:
+                    first = t
+        else:
+            current = []
+    return rules, first
