@@ -458,11 +458,24 @@ def policy_rule_ids() -> list[str] | None:
     """
     import contextlib
 
+    saved = None
     try:
+        try:  # the loader may write to fd 2 directly
+            sys.stderr.flush()
+            saved = os.dup(2)
+            devnull = os.open(os.devnull, os.O_WRONLY)
+            os.dup2(devnull, 2)
+            os.close(devnull)
+        except (OSError, ValueError, AttributeError):
+            saved = None
         with contextlib.redirect_stderr(io.StringIO()):
             return _policy_rule_ids()
     except Exception:
         return None
+    finally:
+        if saved is not None:
+            os.dup2(saved, 2)
+            os.close(saved)
 
 
 def _policy_rule_ids() -> list[str] | None:

@@ -3,6 +3,7 @@
 from __future__ import annotations
 
 import json
+import re
 from pathlib import Path
 
 from guard.audit import log
@@ -39,3 +40,13 @@ def record(offset_s: float = 0.0, **fields: object) -> dict:
 def write_jsonl(path: Path, records: list[dict], extra_lines: tuple[str, ...] = ()) -> Path:
     path.write_text("".join(json.dumps(r) + "\n" for r in records) + "".join(x + "\n" for x in extra_lines))
     return path
+
+
+# Bytes a terminal acts on: C0 controls except \t and \n (ESC, BEL and \r among them), DEL, C1
+# controls, zero-width and bidirectional format characters, line/paragraph separators, BOM, tags.
+FORBIDDEN = re.compile(
+    rb"[\x00-\x08\x0b-\x1f\x7f]"  # C0 except \t and \n, DEL (ESC, BEL, \r among them)
+    rb"|\xc2[\x80-\x9f]"  # C1 controls in UTF-8
+    rb"|\xe2\x80[\x8b-\x8f\xaa-\xae\xa8\xa9]|\xe2\x81[\xa0-\xa4\xa6-\xaf]"  # zero-width, bidi, separators
+    rb"|\xef\xbb\xbf|\xf3\xa0[\x80-\x81]"  # BOM, tag characters
+)
