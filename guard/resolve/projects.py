@@ -29,7 +29,15 @@ def _read(path: str) -> str | None:
 def npm_scripts(argv: tuple[str, ...], cwd: str) -> list[tuple[str, str]] | None:
     """[(label, shell code)] for ``npm run X`` / ``yarn X`` / ``pnpm X``, with pre/post scripts."""
     prog = argv[0].rsplit("/", 1)[-1]
-    args = [a for a in argv[1:] if not a.startswith("-")]
+    args: list[str] = []
+    skip = False
+    for a in argv[1:]:
+        if skip:
+            skip = False
+        elif a in ("--prefix", "-C", "--cwd", "--dir", "--workspace", "-w", "--filter", "-F"):
+            skip = True
+        elif not a.startswith("-"):
+            args.append(a)
     if not args:
         return None
     if args[0] in ("run", "run-script"):
@@ -80,6 +88,8 @@ RULE_RE = re.compile(r"^([^\s:=#][^:=#]*?)\s*::?(?!=)\s*([^;#]*)")
 
 def make_recipes(argv: tuple[str, ...], cwd: str, limit: int = 200) -> list[tuple[str, str]] | None:
     """[(label, recipe line)] for ``make [-C DIR] [-f FILE] [TARGET…]``, prerequisites first."""
+    if any(a in ("-n", "--dry-run", "--just-print", "--recon", "-q", "--question") for a in argv[1:]):
+        return []  # prints or checks the recipes, runs none
     mfile = None
     targets: list[str] = []
     i = 1

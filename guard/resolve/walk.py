@@ -45,6 +45,7 @@ class Walker:
     def __init__(self, ctx: Context, sink: Sink) -> None:
         self.ctx = ctx
         self.sink = sink
+        self.stdin_used: str | None = None  # what the last simple command read on stdin
 
     # ------------------------------------------------------------------ nodes
 
@@ -96,8 +97,9 @@ class Walker:
             stage_starts.append(len(self.sink.invocations))
             # each stage of a multi-stage pipeline runs in a subshell in bash
             sub = st.copy() if len(n.commands) > 1 else st
+            self.stdin_used = flow
             argv = self.node(cmd, sub, fr, flow)
-            flow = programs.output_of(argv, flow, sub) if argv is not None else None
+            flow = programs.output_of(argv, self.stdin_used, sub) if argv is not None else None
             if len(n.commands) > 1:
                 st.files = sub.files
         # tell each stage what its output is piped into
@@ -134,8 +136,9 @@ class Walker:
                 value = (old if isinstance(old, str) else UNKNOWN) + value
             assigned[a.name] = value
         writes, in_stdin = self.redirect_effects(n.redirects, st, fr, refs)
-        if stdin is None:
-            stdin = in_stdin
+        if in_stdin is not None:
+            stdin = in_stdin  # a heredoc or here-string replaces piped input
+        self.stdin_used = stdin
         argv: list[str] = []
         for w in n.words:
             argv.extend(self.expand(w, st, fr, refs))

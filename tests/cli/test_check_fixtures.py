@@ -14,17 +14,33 @@ from tests.conftest import REPO, guard_bin
 FIXTURES = sorted((REPO / "fixtures" / "commands").glob("*.jsonl"))
 
 
+PROJECTS = str(REPO / "fixtures" / "projects")
+
+
+def _fill(value):
+    """``{projects}`` in a fixture stands for the fixture projects folder."""
+    if isinstance(value, str):
+        return value.replace("{projects}", PROJECTS)
+    if isinstance(value, dict):
+        return {k: _fill(v) for k, v in value.items()}
+    return value
+
+
 def _run(rows: list[dict]) -> dict[str, dict]:
-    lines = "".join(
-        json.dumps({"id": r["id"], "command": r["command"], "cwd": r.get("cwd", "/workspace/app"),
-                    "env": {"HOME": "/root", **r.get("env", {})}}) + "\n"
-        for r in rows
-    )
-    p = subprocess.run([guard_bin(), "check", "--jsonl", "--tree", "/workspace"], input=lines,
-                       capture_output=True, text=True, timeout=300)
-    assert p.returncode == 0, p.stderr
-    assert "Traceback" not in p.stderr
-    return {o["id"]: o for o in map(json.loads, p.stdout.splitlines())}
+    out: dict[str, dict] = {}
+    for tree in sorted({r.get("tree", "/workspace") for r in rows}):
+        batch = [r for r in rows if r.get("tree", "/workspace") == tree]
+        lines = "".join(
+            json.dumps({"id": r["id"], "command": _fill(r["command"]), "cwd": _fill(r.get("cwd", "/workspace/app")),
+                        "env": _fill({"HOME": "/root", **r.get("env", {})})}) + "\n"
+            for r in batch
+        )
+        p = subprocess.run([guard_bin(), "check", "--jsonl", "--tree", _fill(tree)], input=lines,
+                           capture_output=True, text=True, timeout=300)
+        assert p.returncode == 0, p.stderr
+        assert "Traceback" not in p.stderr
+        out.update({o["id"]: o for o in map(json.loads, p.stdout.splitlines())})
+    return out
 
 
 @pytest.mark.parametrize("path", FIXTURES, ids=[p.name for p in FIXTURES])
