@@ -4,7 +4,8 @@
 
 Two figures per case: ``append`` is ``append_record`` of a record already built (encode, redact
 again, open, one write, fstat, close); ``build+append`` adds ``build_record`` (ids, time,
-redaction, caps) — what the shell pays per refusal. The log lives in a temporary directory on the
+redaction, caps) — what the shell pays per refusal; ``append (CPU)`` is the append's own CPU
+time, which leaves out waiting for a core when there are more writers than cores. The log lives in a temporary directory on the
 same file system as ``--dir`` (default: the system temp dir).
 """
 
@@ -54,20 +55,23 @@ def _build(env: dict[str, str], i: int) -> dict:
     )
 
 
-def _measure(path: str, writer: int, n: int, start_at: float) -> tuple[list[int], list[int]]:
+def _measure(path: str, writer: int, n: int, start_at: float) -> tuple[list[int], list[int], list[int]]:
     env = _env(path, writer)
     while time.time() < start_at:  # start the writers together
         time.sleep(0.0005)
-    appends, both = [], []
+    appends, both, cpu = [], [], []
     for i in range(n):
         t0 = time.perf_counter_ns()
         rec = _build(env, i)
         t1 = time.perf_counter_ns()
+        c1 = time.thread_time_ns()
         log.append_record(rec, env)
+        c2 = time.thread_time_ns()
         t2 = time.perf_counter_ns()
         appends.append(t2 - t1)
         both.append(t2 - t0)
-    return appends, both
+        cpu.append(c2 - c1)
+    return appends, both, cpu
 
 
 def _stats(ns: list[int]) -> str:
@@ -83,13 +87,15 @@ def _case(name: str, path: str, writers: int, n: int) -> None:
     else:
         with multiprocessing.get_context("fork").Pool(writers) as pool:
             results = pool.starmap(_measure, [(path, w, n, start_at) for w in range(writers)])
-    appends = [x for a, _ in results for x in a]
-    both = [x for _, b in results for x in b]
+    appends = [x for a, _, _ in results for x in a]
+    both = [x for _, b, _ in results for x in b]
+    cpu = [x for _, _, c in results for x in c]
     with open(path, "rb") as f:
         lines = f.read().count(b"\n")
     print(f"{name}: {writers} writer(s) x {n} records, {lines} lines in the log")
     print(f"  append        {_stats(appends)}")
     print(f"  build+append  {_stats(both)}")
+    print(f"  append (CPU)  {_stats(cpu)}   (time on CPU: without waiting for a core)")
 
 
 def main() -> None:
@@ -102,6 +108,9 @@ def main() -> None:
     with tempfile.TemporaryDirectory(dir=opts.dir) as d:
         _case("single writer", os.path.join(d, "one.jsonl"), 1, opts.records)
         _case("concurrent", os.path.join(d, "many.jsonl"), opts.writers, opts.records)
+        cores = os.cpu_count() or 1
+        if cores < opts.writers:
+            _case("one writer per core", os.path.join(d, "cores.jsonl"), cores, opts.records)
 
 
 if __name__ == "__main__":
