@@ -73,9 +73,25 @@ def rule_files(extra: tuple[str, ...], config_path: str | None) -> list[Path]:
     return [f for layer in rule_layers(extra, config_path) for f in layer.files]
 
 
+INTERNAL = "internal error while compiling rules"
+
+
+def _compiler_stamp() -> str:
+    """Size and mtime of the compiler and its schemas: a new guard recompiles the rules."""
+    here = Path(__file__).resolve().parent
+    out = []
+    for f in (here / "authoring.py", here / "schema" / "command-rules.json", here / "schema" / "config.json"):
+        try:
+            st = f.stat()
+            out.append(f"{st.st_size}:{st.st_mtime_ns}")
+        except OSError:
+            out.append("-")
+    return ",".join(out)
+
+
 def content_key(files: list[Path]) -> str:
-    """A hash of the files' names and bytes: the cache key."""
-    h = hashlib.sha256(f"guard-rules/{CACHE_VERSION}\0".encode())
+    """A hash of the files' names and bytes (and of the compiler's stamp): the cache key."""
+    h = hashlib.sha256(f"guard-rules/{CACHE_VERSION}/{_compiler_stamp()}\0".encode())
     for f in files:
         try:
             data = f.read_bytes()
@@ -122,7 +138,8 @@ def load(extra: tuple[str, ...] = (), config_path: str | None = None) -> RuleSet
     rs = read_cache(cdir / name)
     if rs is None:
         rs = compile_layers(layers)
-        write_cache(cdir / name, rs)
+        if not any(e.startswith(INTERNAL) for e in rs.errors):  # a crash may be transient: never cache it
+            write_cache(cdir / name, rs)
     if not rs.errors:
         _remember_good(cdir, _inputs_key(extra, config_path), name)
         return rs
@@ -148,7 +165,7 @@ def compile_layers(layers: list[Layer]) -> RuleSet:
         rs = compile_for_load(layers)
     except Exception as e:  # noqa: BLE001 — the hot path must survive anything here
         return RuleSet([], {}, "", [str(f) for layer in layers for f in layer.files],
-                       [f"internal error while compiling rules: {type(e).__name__}: {e}"])
+                       [f"{INTERNAL}: {type(e).__name__}: {e}"])
     for line in rs.dropped:
         try:
             os.write(2, f"guard: rules: {line}\n".encode("utf-8", "replace"))

@@ -133,3 +133,21 @@ def test_guard_rules_through_the_installed_cli(tmp_path):
     bad = subprocess.run([sys.executable, "-m", "guard.cli", "rules", "lint", str(tmp_path / "nope")], env=env,
                          capture_output=True, text=True)
     assert bad.returncode == 2 and bad.stderr.strip() == f"guard: rules lint: {tmp_path / 'nope'}: no such file or folder"
+
+
+def test_list_names_rules_left_out_because_their_examples_fail(tmp_path, capsys):
+    f = write(tmp_path, RULES.replace('allow: ["git lfs ls-files"]', 'allow: ["git lfs push"]'))
+    code, out = run(capsys, "list", str(f))
+    assert code == 0
+    assert not any(line.startswith("lfs-push ") for line in out)
+    assert f"not loaded: {f}:2: rule lfs-push not loaded: its examples fail (examples.allow[0]); run guard rules test {f}" in out
+
+
+def test_lint_runs_examples_even_when_another_rule_has_a_mistake(tmp_path, capsys):
+    broken = "  - id: other\n    category: pubish\n    message: x\n    match: {program: git, subcommand: x}\n"
+    f = write(tmp_path, RULES.replace('allow: ["git lfs ls-files"]', 'allow: ["git lfs push"]').replace(
+        "annotations:", broken + "annotations:"))
+    code, out = run(capsys, "lint", str(f))
+    assert code == 1
+    assert any("rules[1].category" in line for line in out)
+    assert any("rules[0].examples.allow[0]" in line for line in out)

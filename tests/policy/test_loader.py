@@ -216,3 +216,29 @@ def test_check_answers_with_the_last_good_set_instead_of_a_configuration_error(t
     out = subprocess.run(cmd, env=env, capture_output=True, text=True)
     assert out.returncode == 1, out.stderr
     assert out.stderr.count("using the last good rule set") == 1
+
+
+def test_a_compiler_crash_is_not_cached(tmp_path, monkeypatch, capfd):
+    from guard.policy import authoring
+
+    def boom(layers):
+        raise RuntimeError("simulated")
+
+    monkeypatch.setattr(authoring, "compile_for_load", boom)
+    rs = loader.load()
+    assert rs.errors == ["internal error while compiling rules: RuntimeError: simulated"]
+    monkeypatch.undo()
+    monkeypatch.setenv("XDG_CACHE_HOME", str(tmp_path / "cache"))
+    assert loader.load().errors == [] and len(loader.load().rules) > 40
+
+
+def test_a_crash_after_a_good_load_answers_with_the_last_good_set(tmp_path, monkeypatch, capfd):
+    from guard.policy import authoring
+
+    f = write(tmp_path / "d" / "lfs.yaml", LFS)
+    loader.load((str(f.parent),))
+    f.write_text(LFS.replace("Push with", "Publish with"))
+    monkeypatch.setattr(authoring, "compile_for_load", lambda layers: 1 / 0)
+    rs = loader.load((str(f.parent),))
+    assert "lfs-push" in ids(rs) and rs.errors == []
+    assert "ZeroDivisionError" in capfd.readouterr().err
