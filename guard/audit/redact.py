@@ -60,6 +60,12 @@ def _sub_url(m: re.Match[str]) -> str:
     return f"{m.group(1)}{m.group(2)}:{MARK}@"
 
 
+def _sub_user(m: re.Match[str]) -> str:
+    if not _literal(m.group(2)):
+        return m.group(0)
+    return m.group(1) + MARK
+
+
 def _sub_json(m: re.Match[str]) -> str:
     return m.group(1) + MARK + m.group(3)
 
@@ -116,6 +122,8 @@ _TABLE: tuple[tuple[tuple[str, ...], str, int, Repl], ...] = (
     # scheme://user:password@host, and scheme://<40-hex classic token>@host
     (("@",), r"\b([a-zA-Z][a-zA-Z0-9+.-]{0,30}://)([^/\s:@'\"]{0,256}):([^/\s@'\"]+)@", 0, _sub_url),
     (("@",), r"\b([a-zA-Z][a-zA-Z0-9+.-]{0,30}://)[0-9a-fA-F]{40}@", 0, r"\1" + MARK + "@"),
+    # curl/wget/http -u user:password, --user user:password
+    (("-u", "--user"), r"((?<!\S)(?:-u|--user)(?:\s+|=)['\"]?[^\s:'\"]*:)([^\s'\"]+)", 0, _sub_user),
     # "name": "value", --name value, NAME=value and NAME: value for secret-looking names.
     (_SECRET_WORDS, r"(?i)(\"" + _SECRET_NAME + r"\"\s*:\s*\")(?!\[REDACTED)([^\"]+)(\")", 0, _sub_json),
     (

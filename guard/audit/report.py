@@ -492,10 +492,25 @@ def _policy_rule_ids() -> list[str] | None:
         items = list(items.values())
     ids = set()
     for rule in items:
-        rid = getattr(rule, "id", None) or (rule.get("id") if isinstance(rule, Mapping) else None)
+        if _field(rule, "verdict") == "allow":
+            continue  # an allow rule never writes a record: it cannot "fire" in the log
+        rid = _field(rule, "id")
         if rid:
             ids.add(str(rid))
+    try:  # stderr annotation rules write records too
+        from guard.act.annotate import load_rules
+        from guard.act.stderr_rules import default_paths
+
+        ids.update(str(r.id) for r in load_rules(default_paths(ctx.env), env=ctx.env))
+    except Exception:
+        pass
     return sorted(ids) or None
+
+
+def _field(rule: object, name: str) -> object:
+    if isinstance(rule, Mapping):
+        return rule.get(name)
+    return getattr(rule, name, None)
 
 
 # --------------------------------------------------------------------------- the report

@@ -44,6 +44,8 @@ SHAPES = [
         "Authorization:Basic [REDACTED]",
     ),
     ("wget --header='Bearer s3cr3tt0k3nvalue' https://x", "s3cr3tt0k3nvalue", "Bearer [REDACTED]"),
+    ("curl -u bot:hunter2pass -X POST https://api.github.com/x", "hunter2pass", "-u bot:[REDACTED] -X POST"),
+    ("curl --user 'bot:pw with-quote' https://x", "pw", "--user 'bot:[REDACTED]"),
     (
         "git clone https://alice:hunter2pass@gitlab.example.com/g/p.git",
         "hunter2pass",
@@ -133,6 +135,8 @@ def test_each_secret_shape_is_redacted(command: str, secret: str, kept: str) -> 
         "grep -rn GITHUB_TOKEN .github/",
         "git push origin feature/token-refresh",
         "ls -la ~/.config/gh",
+        "curl -u bot:$GH_TOKEN https://api.github.com/user",
+        "sort -u names.txt",
     ],
 )
 def test_variable_references_and_ordinary_text_are_kept(command: str) -> None:

@@ -452,7 +452,12 @@ def test_rule_ids_come_from_guard_policy_when_it_can_tell(
     fake = types.ModuleType("guard.policy")
 
     class RuleSet:
-        rules = [{"id": "git-push"}, {"id": "git-init"}, {"other": 1}]
+        rules = [
+            {"id": "git-push"},
+            {"id": "git-init"},
+            {"other": 1},
+            {"id": "git-outside", "verdict": "allow"},
+        ]
 
     def load(ctx: object) -> RuleSet:
         print("a rule loader warning", file=sys.stderr)
@@ -460,6 +465,7 @@ def test_rule_ids_come_from_guard_policy_when_it_can_tell(
 
     fake.load = load  # type: ignore[attr-defined]
     monkeypatch.setitem(sys.modules, "guard.policy", fake)
+    monkeypatch.setitem(sys.modules, "guard.act.annotate", None)  # no stderr rules in this test
     monkeypatch.setattr(guard, "policy", fake, raising=False)
     assert REAL_POLICY_RULE_IDS() == ["git-init", "git-push"]
     fake.rule_ids = lambda ctx: ["b", "a"]  # type: ignore[attr-defined]
