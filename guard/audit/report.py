@@ -257,6 +257,7 @@ _VALUE_FLAGS = {
 }
 # Programs whose first plain argument is what the command is about (a search pattern).
 _KEEP_FIRST = {"grep", "egrep", "fgrep", "rg", "ag", "ack"}
+_KEYWORDS = {"do", "then", "else", "elif", "if", "while", "until", "time", "!", "{", "(", "for"}
 _GIT_GROUPS = {"remote", "submodule", "stash", "worktree", "notes", "bisect", "lfs", "credential"}
 _SHELLS = {"sh", "bash", "zsh", "dash", "ksh", "su", "eval"}
 _ASSIGNMENT = re.compile(r"^[A-Za-z_][A-Za-z0-9_]*=")
@@ -308,6 +309,8 @@ def _normalise_segment(tokens: list[str], depth: int) -> str:
     if not words:
         return ""
     program = _unquote(words[0]).rsplit("/", 1)[-1]
+    if program in _KEYWORDS and len(words) > 1 and program != "for":
+        return " ".join([*assigns, program, _normalise_segment(words[1:], depth)])
     out = [*assigns, program]
     allowed = _SUBCOMMANDS.get(program, 0)
     keep_first = program in _KEEP_FIRST
@@ -360,6 +363,7 @@ class ThreadRetries:
     thread: str
     refusals: int = 0
     runs: int = 0
+    runs_with_retries: int = 0
     wasted: int = 0
     longest: int = 0
     categories: Counter[str] = field(default_factory=Counter)
@@ -394,6 +398,7 @@ def retries(records: list[tuple[float, Record]], window_s: float) -> list[Thread
         if key in last and t - last[key] <= window_s:
             current[key] += 1
             row.wasted += 1
+            row.runs_with_retries += current[key] == 2
         else:
             current[key] = 1
             row.runs += 1
@@ -555,7 +560,7 @@ class Report:
             "retries": {
                 "window_minutes": self.window_minutes,
                 "runs": sum(t.runs for t in threads),
-                "runs_with_retries": _runs_with_retries(self.records, self.window_minutes * 60),
+                "runs_with_retries": sum(t.runs_with_retries for t in threads),
                 "wasted": sum(t.wasted for t in threads),
                 "threads": [
                     {
@@ -577,22 +582,6 @@ class Report:
 
 def _pairs(items: list[tuple[str, int]]) -> list[dict[str, Any]]:
     return [{"key": k, "count": c} for k, c in items]
-
-
-def _runs_with_retries(records: list[tuple[float, Record]], window_s: float) -> int:
-    last: dict[tuple[str, str], float] = {}
-    counted: set[tuple[str, str, float]] = set()
-    start: dict[tuple[str, str], float] = {}
-    for t, rec in records:
-        if not is_refusal(rec):
-            continue
-        key = (str(rec.get("agent") or "-"), str(rec.get("thread") or "-"))
-        if key in last and t - last[key] <= window_s:
-            counted.add((*key, start[key]))
-        else:
-            start[key] = t
-        last[key] = t
-    return len(counted)
 
 
 def render_text(data: dict[str, Any], top_n: int) -> str:

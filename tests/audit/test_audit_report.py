@@ -299,6 +299,8 @@ def test_top_refusals_by_rule_category_and_normalised_command(
         ("printenv GITHUB_TOKEN", "printenv GITHUB_TOKEN"),
         ("cat ~/.git-credentials", "cat ~/.git-credentials"),
         ("echo 'unterminated", "echo …"),
+        ('for d in */; do git -C "$d" status; done', "for … ; do git -C … status ; done"),
+        ("if true; then git push; fi", "if true ; then git push ; fi"),
     ],
 )
 def test_normalise_command(command: str, normal: str) -> None:
