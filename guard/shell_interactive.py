@@ -298,8 +298,10 @@ class Session:
         return self.pump(forward_input=True)
 
     def set_status(self, status: int) -> bool:
-        """Make ``$?`` in the session ``status`` without running anything the user typed."""
-        return self.run(f"(exit {int(status)})")
+        """Make ``$?`` in the session ``status`` without running anything the user typed
+        (and without a history entry)."""
+        self.write(f"\x15(exit {int(status)})\n".encode())
+        return self.pump(forward_input=False)
 
     def send_eof(self) -> bool:
         self.write(b"\x04")
@@ -519,6 +521,8 @@ def interactive_session(parsed: ShellArgs) -> int:
     signal.signal(signal.SIGINT, signal.default_int_handler)
     for name in ("SIGTSTP", "SIGTTIN", "SIGTTOU", "SIGQUIT"):
         signal.signal(getattr(signal, name), signal.SIG_IGN)
+    for sig in (signal.SIGHUP, signal.SIGTERM):  # end through ``finally``: no temp files left
+        signal.signal(sig, _exit_on_signal)
     try:
         alive = session.start()
         while alive:
@@ -545,7 +549,15 @@ def interactive_session(parsed: ShellArgs) -> int:
             alive = session.run(text)
         return session.exit_status()
     finally:
+        try:
+            session.child.close(force=True)
+        except Exception:  # noqa: BLE001
+            pass
         session.cleanup()
+
+
+def _exit_on_signal(signum: int, frame: object) -> None:
+    raise SystemExit(128 + signum)
 
 
 def analysis_env(st: SessionState) -> dict[str, str]:

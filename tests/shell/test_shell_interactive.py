@@ -187,3 +187,26 @@ def test_engine_failure_fails_open_in_a_session(session) -> None:
 def test_prompt_follows_ps1_changes(session) -> None:
     session.sendline("PS1='new\\$ '")
     session.expect_exact("new$ " if os.geteuid() else "new# ")
+
+
+def test_sigterm_to_the_guard_ends_the_session_cleanly(fake_shell: str, sandbox) -> None:
+    tmp = sandbox["home"] / "tmp"
+    tmp.mkdir()
+    env = shellkit.base_env(sandbox["home"], sandbox["tree"], TERM="xterm", PS1=PROMPT, TMPDIR=str(tmp))
+    child = pexpect.spawn(fake_shell, ["--norc"], env=env, encoding="utf-8", timeout=10)
+    child.expect_exact(PROMPT)
+    assert len(list(tmp.iterdir())) == 1  # the session's private folder
+    bash_pid = int(do(child, "echo pid=$$").split("pid=")[-1].split()[0])
+    child.kill(15)
+    child.expect(pexpect.EOF)
+    child.close()
+    assert list(tmp.iterdir()) == []
+    deadline = time.monotonic() + 5
+    while time.monotonic() < deadline:
+        try:
+            os.kill(bash_pid, 0)
+        except ProcessLookupError:
+            break
+        time.sleep(0.05)
+    else:
+        pytest.fail("the session's bash outlived the guard")
