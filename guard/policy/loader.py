@@ -128,8 +128,9 @@ def _say_once(line: str) -> None:
 def load(extra: tuple[str, ...] = (), config_path: str | None = None) -> RuleSet:
     """The effective rule set for these layers. Never raises.
 
-    When the files hold mistakes: the last good set for the same layering, else the shipped
-    rules, else (the shipped rules themselves are broken) the broken compile with ``errors``."""
+    When the files hold mistakes: the last good set for the same layering (``errors`` empty,
+    said once on stderr); else the shipped rules, with the mistakes in ``errors`` and
+    ``fallback`` saying so; else (the shipped rules themselves are broken) the broken compile."""
     layers = rule_layers(extra, config_path)
     files = [f for layer in layers for f in layer.files]
     key = content_key(files)
@@ -151,8 +152,10 @@ def load(extra: tuple[str, ...] = (), config_path: str | None = None) -> RuleSet
     if extra or config_path:
         shipped = load((), None)
         if not shipped.errors:
+            # The errors stay: `guard check` reports a configuration error (exit 2); a shell
+            # answers with the shipped rules and says so once (policy.load → warn_once).
+            shipped.errors = rs.errors
             shipped.fallback = f"{rs.errors[0]}; using the shipped rules (no good rule set was loaded before)"
-            _say_once(shipped.fallback)
             return shipped
     return rs
 
@@ -222,5 +225,9 @@ def display(f: Path) -> str:
 
 
 def warn_once(rs: RuleSet) -> None:
+    """What a shell says (once per process) when the rule files are broken."""
+    if rs.fallback:
+        _say_once(rs.fallback)
+        return
     for e in rs.errors[:3]:
         print(f"guard: rules: {e}", file=sys.stderr)

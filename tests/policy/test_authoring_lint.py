@@ -12,6 +12,7 @@ from pathlib import Path
 
 import pytest
 
+from guard import policy
 from guard.policy import authoring, loader
 from guard.policy.authoring import Diagnostic
 
@@ -22,6 +23,7 @@ def _isolated(tmp_path, monkeypatch):
     for name in ("GUARD_RULES", "GUARD_CONFIG", "GUARD_TREE", "GUARD_ROLE", "GUARD_ROUTE"):
         monkeypatch.delenv(name, raising=False)
     loader._said.clear()
+    monkeypatch.setattr(policy, "_warned", False)
 
 
 GOOD = """\

@@ -10,6 +10,7 @@ from pathlib import Path
 
 import pytest
 
+from guard import policy
 from guard.context import Context
 from guard.engine import analyze
 from guard.policy import loader
@@ -23,6 +24,7 @@ def _isolated(tmp_path, monkeypatch):
     for name in ("GUARD_RULES", "GUARD_CONFIG", "GUARD_TREE", "GUARD_ROLE", "GUARD_ROUTE"):
         monkeypatch.delenv(name, raising=False)
     loader._said.clear()
+    monkeypatch.setattr(policy, "_warned", False)
 
 
 LFS = """\
@@ -193,7 +195,19 @@ def test_without_any_good_set_the_shipped_rules_answer(tmp_path, capfd):
     f = write(tmp_path / "d" / "lfs.yaml", LFS.replace("category: publish", "category: pubish"))
     rs = loader.load((str(f.parent),))
     assert ids(rs) == ids(loader.load()) and "lfs-push" not in ids(rs)
-    assert "using the shipped rules (no good rule set was loaded before)" in capfd.readouterr().err
+    assert rs.errors and rs.fallback.endswith("; using the shipped rules (no good rule set was loaded before)")
+    v = verdict("git push", str(f.parent))  # a shell answers with the shipped rules
+    assert v.rule == "git-push"
+    err = capfd.readouterr().err
+    assert err.count("using the shipped rules") == 1 and f"{f}:4:15: rules[0].category" in err
+
+
+def test_check_without_any_good_set_is_a_configuration_error(tmp_path):
+    f = write(tmp_path / "d" / "lfs.yaml", LFS.replace("category: publish", "category: pubish"))
+    out = subprocess.run([sys.executable, "-m", "guard.cli", "check", "--rules", str(f), "--", "ls"],
+                         env=os.environ, capture_output=True, text=True)
+    assert out.returncode == 2 and "Traceback" not in out.stderr
+    assert f"guard: configuration error: {f}:4:15: rules[0].category" in out.stderr
 
 
 def test_fixing_the_file_brings_the_new_set(tmp_path, capfd):
