@@ -519,6 +519,9 @@ def _merge_config(into: dict[str, Any], new: Mapping[str, Any]) -> None:
 
 
 COMPILED_DROP = frozenset({"examples", "enabled"})
+# Every rule set compiled here stays referenced for the life of the process: guard.policy caches
+# the rule order keyed by id(), and a freed set's id may be reused by the next one.
+_alive: list[RuleSet] = []
 
 
 def compile_files(layers: list[Layer], *, examples: str = "all", skip: frozenset[tuple[str, int]] = frozenset(),
@@ -605,6 +608,7 @@ def compile_files(layers: list[Layer], *, examples: str = "all", skip: frozenset
     rs = RuleSet(rules, config, digest.hexdigest()[:16], [str(f) for layer in layers for f in layer.files],
                  [str(d) for d in diags if d.severity == "error"], disabled=disabled)
     out = Compiled(rs, entries, ordered, diags, replaced=replaced)
+    _alive.append(rs)
     if examples == "all" or (examples == "unshipped" and not rs.errors):  # lint runs them despite mistakes
         live = {r["source"]: r for r in effective.values()}
         for e in entries:

@@ -18,7 +18,7 @@ import hashlib
 import json
 import os
 import sys
-from dataclasses import asdict, dataclass, field
+from dataclasses import asdict, dataclass, field, replace
 from pathlib import Path
 from typing import Any
 
@@ -113,6 +113,7 @@ def _inputs_key(extra: tuple[str, ...], config_path: str | None) -> str:
 
 
 _said: set[str] = set()
+_memo: dict[str, RuleSet] = {}
 
 
 def _say_once(line: str) -> None:
@@ -136,7 +137,11 @@ def load(extra: tuple[str, ...] = (), config_path: str | None = None) -> RuleSet
     key = content_key(files)
     cdir = cache_dir()
     name = f"rules-{key[:32]}.json"
-    rs = read_cache(cdir / name)
+    rs = _memo.get(key) or read_cache(cdir / name)
+    if rs is not None and len(_memo) < 1024:
+        # One object per content in a process: a long-lived shell skips the JSON, and a set's
+        # id() stays its own (guard.policy caches the rule order by id()).
+        _memo[key] = rs
     if rs is None:
         rs = compile_layers(layers)
         if not any(e.startswith(INTERNAL) for e in rs.errors):  # a crash may be transient: never cache it
@@ -146,6 +151,7 @@ def load(extra: tuple[str, ...] = (), config_path: str | None = None) -> RuleSet
         return rs
     good = read_cache(cdir / f"rules-lkg-{_inputs_key(extra, config_path)}.json")
     if good is not None and not good.errors:
+        good = _memo.setdefault("lkg-" + good.digest + "-" + key, good)
         good.fallback = f"{rs.errors[0]}; using the last good rule set"
         _say_once(good.fallback)
         return good
@@ -154,9 +160,8 @@ def load(extra: tuple[str, ...] = (), config_path: str | None = None) -> RuleSet
         if not shipped.errors:
             # The errors stay: `guard check` reports a configuration error (exit 2); a shell
             # answers with the shipped rules and says so once (policy.load → warn_once).
-            shipped.errors = rs.errors
-            shipped.fallback = f"{rs.errors[0]}; using the shipped rules (no good rule set was loaded before)"
-            return shipped
+            fallback = f"{rs.errors[0]}; using the shipped rules (no good rule set was loaded before)"
+            return _memo.setdefault("shipped-for-" + key, replace(shipped, errors=rs.errors, fallback=fallback))
     return rs
 
 

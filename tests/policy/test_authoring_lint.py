@@ -23,6 +23,7 @@ def _isolated(tmp_path, monkeypatch):
     for name in ("GUARD_RULES", "GUARD_CONFIG", "GUARD_TREE", "GUARD_ROLE", "GUARD_ROUTE"):
         monkeypatch.delenv(name, raising=False)
     loader._said.clear()
+    monkeypatch.setattr(loader, "_memo", {})
     monkeypatch.setattr(policy, "_warned", False)
 
 
