@@ -112,10 +112,10 @@ def test_interactive_alias_and_cd(tree) -> None:
 
 def test_hot_path_imports_nothing_heavy(tree) -> None:
     gs = shellkit.real_guard_shell()
-    p = subprocess.run(
-        [gs, "-c", "true"], capture_output=True, cwd=tree["outside"], env=_env(tree, PYTHONPROFILEIMPORTTIME="1"),
-        timeout=60,
-    )
+    env = _env(tree, PYTHONPROFILEIMPORTTIME="1")
+    # the first run may compile the rules into the cache under HOME; the second is the hot path
+    subprocess.run([gs, "-c", "true"], capture_output=True, cwd=tree["outside"], env=env, timeout=60)
+    p = subprocess.run([gs, "-c", "true"], capture_output=True, cwd=tree["outside"], env=env, timeout=60)
     imported = {line.split("|")[-1].strip() for line in p.stderr.decode().splitlines() if "|" in line}
     assert p.returncode == 0
     assert not {"yaml", "bashlex"} & imported
