@@ -954,10 +954,12 @@ def cmd_list(t: Target, out: Any) -> int:
 
 def main(argv: list[str]) -> int:
     """``guard rules list|lint|test [PATH…]``; ``argv`` starts with the subcommand."""
-    if not argv or argv[0] not in ("list", "lint", "test") or any(a in ("-h", "--help") for a in argv[1:]):
-        print(USAGE if argv and argv[0] in ("-h", "--help") else f"guard: {USAGE}",
-              file=sys.stdout if argv and argv[0] in ("-h", "--help") else sys.stderr)
-        return 0 if argv and argv[0] in ("-h", "--help") else 2
+    if any(a in ("-h", "--help") for a in argv):
+        print(USAGE)
+        return 0
+    if not argv or argv[0] not in ("list", "lint", "test"):
+        print(f"guard: {USAGE}", file=sys.stderr)
+        return 2
     sub, paths = argv[0], argv[1:]
     for p in paths:
         if p.startswith("-"):

@@ -19,12 +19,14 @@ import json
 import os
 import sys
 from dataclasses import asdict, dataclass, field, replace
+from functools import cache
 from pathlib import Path
 from typing import Any
 
 CACHE_VERSION = 3
 
 
+@cache
 def shipped_rules_dir() -> Path:
     here = Path(__file__).resolve().parent.parent  # guard/
     for cand in (here.parent / "rules", here / "rules"):
@@ -76,6 +78,7 @@ def rule_files(extra: tuple[str, ...], config_path: str | None) -> list[Path]:
 INTERNAL = "internal error while compiling rules"
 
 
+@cache
 def _compiler_stamp() -> str:
     """Size and mtime of the compiler and its schemas: a new guard recompiles the rules."""
     here = Path(__file__).resolve().parent
@@ -107,6 +110,7 @@ def cache_dir() -> Path:
     return Path(base) / "guard"
 
 
+@cache
 def _inputs_key(extra: tuple[str, ...], config_path: str | None) -> str:
     text = json.dumps([str(shipped_rules_dir()), list(extra), config_path])
     return hashlib.sha256(text.encode()).hexdigest()[:24]
