@@ -380,15 +380,49 @@ def _read_script(path: str) -> str | None:
         return None
 
 
-def guard_command(text: str, cwd: str | None) -> Decision:
-    """Decide on one command text and print what the decision says to print."""
-    decision = decide(text, cwd=cwd)
-    if decision.action == "refuse":
+def exported_functions(env: dict[str, str] | os._Environ[str]) -> dict[str, str]:
+    """Functions bash imports from the environment (``export -f``: ``BASH_FUNC_name%%``)."""
+    out = {}
+    for key, value in env.items():
+        if key.startswith("BASH_FUNC_") and key.endswith("%%") and value.startswith("() {"):
+            name = key[len("BASH_FUNC_") : -2]
+            out[name] = f"{name} {value}"
+    return out
+
+
+def startup_texts(parsed: ShellArgs, env: dict[str, str] | os._Environ[str]) -> list[str]:
+    """Shell text a non-interactive bash runs before the command: ``$BASH_ENV``.
+
+    bash expands the variable's value (command substitution included) and then sources the
+    file it names, so both are checked.
+    """
+    value = env.get("BASH_ENV")
+    if not value or parsed.mode == "passthrough":
+        return []
+    texts = []
+    if any(c in value for c in "$`"):
+        texts.append(f": {value}")
+    else:
+        try:
+            with open(os.path.expanduser(value), "rb") as fh:
+                texts.append(fh.read(MAX_SCRIPT_BYTES).decode("utf-8", "surrogateescape"))
+        except OSError:
+            pass
+    return texts
+
+
+def guard_command(text: str, cwd: str | None, parsed: ShellArgs | None = None) -> Decision:
+    """Decide on one command text (after the start-up text bash would run first) and print what
+    the decision says to print: the refusal, or the one-line notice of a fail-open."""
+    functions = exported_functions(os.environ)
+    decision = Decision("run")
+    for part in [*(startup_texts(parsed, os.environ) if parsed else []), text]:
+        decision = decide(part, cwd=cwd, functions=functions)
         if decision.message:
             _say(decision.message)
-        record_refusal(text, decision, cwd)
-    elif decision.message:
-        _say(decision.message)
+        if decision.action == "refuse":
+            record_refusal(part, decision, cwd)
+            break
     return decision
 
 
@@ -407,7 +441,7 @@ def run(args: list[str]) -> int:
         return launch(argv, None)
     if parsed.mode == "command":
         text = parsed.operand or ""
-        if guard_command(text, _cwd()).action == "refuse":
+        if guard_command(text, _cwd(), parsed).action == "refuse":
             return REFUSED_STATUS
         return launch(argv, text)
     if parsed.mode == "script":
@@ -421,7 +455,7 @@ def run(args: list[str]) -> int:
             return launch(argv, None)
         if text is None:  # unreadable or missing: bash reports it in its own words
             return launch(argv, None)
-        if guard_command(text, _cwd()).action == "refuse":
+        if guard_command(text, _cwd(), parsed).action == "refuse":
             return REFUSED_STATUS
         return launch(argv, text)
     # stdin
@@ -431,7 +465,7 @@ def run(args: list[str]) -> int:
         return interactive_session(parsed)
     data = _read_all(0)
     text = data.decode("utf-8", "surrogateescape")
-    if guard_command(text, _cwd()).action == "refuse":
+    if guard_command(text, _cwd(), parsed).action == "refuse":
         return REFUSED_STATUS
     _replace_stdin(data)
     return launch(argv, text)

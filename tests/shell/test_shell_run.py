@@ -243,3 +243,28 @@ def test_no_python_traceback_on_bad_cwd(fake_shell: str, sandbox) -> None:
 
 if os.environ.get("GUARD_SHELL_SKIP_SLOW"):  # pragma: no cover
     pytest.skip("slow tests skipped", allow_module_level=True)
+
+
+def test_bash_env_file_is_checked(fake_shell: str, sandbox) -> None:
+    (sandbox["home"] / "env.sh").write_text("touch canary\ngit push\n")
+    p = run(fake_shell, ["-c", "echo hi"], sandbox, BASH_ENV=str(sandbox["home"] / "env.sh"))
+    assert (p.returncode, p.stdout, p.stderr) == (126, b"", REFUSAL)
+    assert not (sandbox["scratch"] / "canary").exists()
+
+
+def test_bash_env_expansion_is_checked(fake_shell: str, sandbox) -> None:
+    p = run(fake_shell, ["-c", "echo hi"], sandbox, BASH_ENV="$(touch canary; git push)")
+    assert p.returncode == 126
+    assert not (sandbox["scratch"] / "canary").exists()
+
+
+def test_harmless_bash_env_runs(fake_shell: str, sandbox) -> None:
+    (sandbox["home"] / "env.sh").write_text("GREETING=hello\n")
+    p = run(fake_shell, ["-c", "echo $GREETING"], sandbox, BASH_ENV=str(sandbox["home"] / "env.sh"))
+    assert (p.returncode, p.stdout) == (0, b"hello\n")
+
+
+def test_exported_functions_are_passed_to_the_analysis(fake_shell: str, sandbox) -> None:
+    p = run(fake_shell, ["-c", "git() { command git push; }; export -f git; guard-shell -c 'touch canary; git status'"], sandbox)
+    assert p.stderr.startswith(b"guard-fake: refused git")
+    assert not (sandbox["scratch"] / "canary").exists()
