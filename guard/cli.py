@@ -217,7 +217,7 @@ def explain_text(command: str, ctx: Context) -> str:
 
 
 def cmd_rules(argv: list[str]) -> int:
-    if not argv or argv[0] not in ("list", "lint", "test"):
+    if not argv or argv[0] not in ("list", "lint", "test", "-h", "--help"):
         print("guard: usage: guard rules list|lint|test [PATH…]", file=sys.stderr)
         return EXIT_USAGE
     from guard.policy import authoring

@@ -110,16 +110,14 @@ def classify(script: Script, res: Resolution, ctx: Context, rs: RuleSet) -> Verd
     )
 
 
-_order_cache: dict[int, list[dict]] = {}
+_order_cache: list[tuple[RuleSet, list[dict]]] = []
 
 
 def _ordered(rs: RuleSet) -> list[dict]:
     """Rules in the order they are tried: by ``priority`` (higher first), then as written."""
-    key = id(rs)
-    if key not in _order_cache:
-        _order_cache.clear()
-        _order_cache[key] = sorted(rs.rules, key=lambda r: -int(r.get("priority", 0)))
-    return _order_cache[key]
+    if not _order_cache or _order_cache[0][0] is not rs:
+        _order_cache[:] = [(rs, sorted(rs.rules, key=lambda r: -int(r.get("priority", 0))))]
+    return _order_cache[0][1]
 
 
 def _what(inv: Invocation, facts: dict) -> str:
@@ -129,7 +127,7 @@ def _what(inv: Invocation, facts: dict) -> str:
         text = f"{prog} {facts['subcommand']}"
         if prog == "gh" and facts.get("action"):
             text += f" {facts['action']}"
-        elif facts.get("subcommand") in ("stash", "worktree", "remote", "submodule", "bundle") and facts.get("action"):
+        elif facts.get("subcommand") in ("stash", "worktree", "remote", "submodule", "bundle", "lfs", "notes") and facts.get("action"):
             text += f" {facts['action']}"
     elif "http_method" in facts and facts.get("url"):
         name = "an HTTP" if prog == "<http>" else prog

@@ -538,6 +538,12 @@ def file_facts(inv: Invocation, world: World) -> dict:
             facts["dotgit_write"] = True
             facts["dest_path"] = full
     if prog in COPIERS and len(pos) >= 2 and not REMOTE_RE.match(_copy_dest(inv)):
+        dest_dir = paths.join(inv.cwd, _copy_dest(inv), home)
+        for src in pos[:-1]:
+            if src.rstrip("/").rsplit("/", 1)[-1] == ".git" and where(dest_dir, world) == "tree":
+                facts["dotgit_write"] = True  # cp -r /tmp/r/.git . lands a .git in the tree
+                facts["dest_path"] = dest_dir.rstrip("/") + "/.git"
+
         dest = paths.real(paths.join(inv.cwd, _copy_dest(inv), home))
         if where(dest, world) == "tree":
             excl = " ".join(inv.argv).replace("'", "")

@@ -12,13 +12,7 @@ from guard.policy import authoring, loader
 
 # Shipped examples the engine gets wrong today (reported to the lead; remove an entry when fixed —
 # strict xfail fails the suite as soon as one passes):
-KNOWN = {
-    # facts.file_facts: `cp -r /tmp/r/.git .` writes ./.git, but dotgit_write only looks at the
-    # destination operand ("."), so repo-copy-into-tree decides instead of dotgit-write.
-    "dotgit-write": "cp -r SRC/.git DIR is not seen as a .git write (facts.py)",
-    # rules/commands/git.yaml: git-absent (stash, any action) is tried before git-stash-list.
-    "git-stash-list": "git-absent is tried first for git stash list (rule order)",
-}
+KNOWN: dict[str, str] = {}  # rule id → why its examples are expected to fail (none now)
 
 
 def _compiled() -> authoring.Compiled:
