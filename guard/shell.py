@@ -459,6 +459,10 @@ def run(args: list[str]) -> int:
             return REFUSED_STATUS
         return launch(argv, text)
     # stdin
+    try:
+        os.fstat(0)
+    except OSError:  # stdin closed: bash reads no commands; nothing to check
+        return launch(argv, None)
     if os.isatty(0):
         from guard.shell_interactive import interactive_session
 

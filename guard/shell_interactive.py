@@ -209,6 +209,15 @@ readonly -f __guard_hook __guard_pre
 """
 
 
+def partial_marker_len(buf: bytes, markers: tuple[bytes, ...]) -> int:
+    """Length of the longest tail of ``buf`` that is the start of one of ``markers``."""
+    start = buf.rfind(b"\x1b")
+    if start < 0:
+        return 0
+    tail = buf[start:]
+    return len(tail) if any(m.startswith(tail) for m in markers) else 0
+
+
 def sync_marker(nonce: str) -> bytes:
     return f"\x1b]777;guard-sync;{nonce}\x07".encode()
 
@@ -312,7 +321,6 @@ class Session:
     def pump(self, forward_input: bool, boot: bool = False) -> bool:
         """Copy bytes until the hook's ready marker. Returns False when the shell exited."""
         sync, ready = sync_marker(self.nonce), ready_marker(self.nonce)
-        keep = max(len(sync), len(ready))
         buf = b""
         synced = False
         boot_out = b""
@@ -357,13 +365,13 @@ class Session:
                             else:
                                 self._emit(out)
                             return True
-                    if not boot and len(buf) > keep:
-                        # everything but a possible partial marker goes out now
-                        self._emit(buf[:-keep])
-                        buf = buf[-keep:]
-                    elif boot and len(buf) > keep:
-                        boot_out += buf[:-keep]
-                        buf = buf[-keep:]
+                    # everything but a possible start of a marker goes out now
+                    safe = len(buf) - partial_marker_len(buf, (sync, ready))
+                    if boot:
+                        boot_out += buf[:safe]
+                    else:
+                        self._emit(buf[:safe])
+                    buf = buf[safe:]
                 if forward_input and not synced and in_fd in readable:
                     try:
                         data = os.read(in_fd, 4096)
@@ -471,7 +479,12 @@ def _read_line(prompt: str, session: Session) -> str:
         line = session.pending.pop(0)
         session._emit((strip_prompt_markers(prompt) + line + "\n").encode("utf-8", "surrogateescape"))
         return line
-    return input(prompt)
+    # ^C interrupts the line being typed (KeyboardInterrupt) only while the user is typing
+    old = signal.signal(signal.SIGINT, signal.default_int_handler)
+    try:
+        return input(prompt)
+    finally:
+        signal.signal(signal.SIGINT, old)
 
 
 def read_command(session: Session) -> str | None:
@@ -515,11 +528,10 @@ def interactive_session(parsed: ShellArgs) -> int:
             return REFUSED_STATUS
         return launch([os.fsencode(a) for a in parsed.options], None)
     _setup_readline()
-    # Like an interactive bash: ^C at the prompt drops the line, ^Z, ^\ and background-tty
-    # signals do not stop or kill the session (while a command runs the terminal is raw and
-    # those keys reach the command instead).
-    signal.signal(signal.SIGINT, signal.default_int_handler)
-    for name in ("SIGTSTP", "SIGTTIN", "SIGTTOU", "SIGQUIT"):
+    # Like an interactive bash: ^C while typing drops the line (see _read_line); SIGINT at any
+    # other time, ^Z, ^\ and background-tty signals neither stop nor kill the session (while a
+    # command runs the terminal is raw and those keys reach the command instead).
+    for name in ("SIGINT", "SIGTSTP", "SIGTTIN", "SIGTTOU", "SIGQUIT"):
         signal.signal(getattr(signal, name), signal.SIG_IGN)
     for sig in (signal.SIGHUP, signal.SIGTERM):  # end through ``finally``: no temp files left
         signal.signal(sig, _exit_on_signal)

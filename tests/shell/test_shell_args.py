@@ -184,3 +184,13 @@ def test_session_shell_args() -> None:
     assert _shell_args(parse_args(["--norc", "-o", "vi", "-i"])) == ["--norc", "--noediting", "-i"]
     assert _shell_args(parse_args(["--login", "-e"])) == ["--login", "--noediting", "-e", "-i"]
     assert _shell_args(parse_args(["-o", "pipefail"])) == ["--noediting", "-o", "pipefail", "-i"]
+
+
+def test_partial_marker_len() -> None:
+    from guard.shell_interactive import partial_marker_len
+
+    m = (b"\x1b]777;guard-sync;ab\x07", b"\x1b]777;guard-ready;ab\x07")
+    assert partial_marker_len(b"started\r\n", m) == 0
+    assert partial_marker_len(b"out\x1b]777;gua", m) == len(b"\x1b]777;gua")
+    assert partial_marker_len(b"out\x1b", m) == 1
+    assert partial_marker_len(b"red \x1b[31m", m) == 0

@@ -101,7 +101,7 @@ def test_refusal_leaves_the_session_alive(session, sandbox) -> None:
 
 def test_ctrl_c_interrupts_the_command_not_the_session(session) -> None:
     session.sendline("echo started; sleep 30")
-    session.expect_exact("started")
+    session.expect_exact("started\r\n")
     time.sleep(0.2)
     session.sendintr()
     session.expect_exact(PROMPT, timeout=5)
@@ -152,7 +152,7 @@ def test_lines_typed_ahead_are_checked_too(session, sandbox) -> None:
 
 def test_job_control(session) -> None:
     session.sendline("echo started; sleep 30")
-    session.expect_exact("started")
+    session.expect_exact("started\r\n")
     time.sleep(0.2)
     session.sendcontrol("z")
     session.expect("Stopped")
@@ -210,3 +210,15 @@ def test_sigterm_to_the_guard_ends_the_session_cleanly(fake_shell: str, sandbox)
         time.sleep(0.05)
     else:
         pytest.fail("the session's bash outlived the guard")
+
+
+def test_kill_int_to_the_guard_is_ignored(session) -> None:
+    session.kill(2)  # at the prompt: like ^C, a fresh prompt (bash does the same)
+    session.expect_exact(PROMPT)
+    assert do(session, "echo alive").endswith("alive\n")
+    session.sendline("echo started; sleep 1; echo finished")  # and while a command runs
+    session.expect_exact("started\r\n")
+    session.kill(2)
+    session.expect_exact("finished", timeout=5)
+    session.expect_exact(PROMPT)
+
