@@ -164,8 +164,8 @@ class Walker:
         name = argv[0]
         if name in st.functions and fr.depth < self.sink.max_depth:
             return self.call_function(name, argv, st, fr, stdin)
-        builtins.apply(argv, st)
         final = programs.run(self, tuple(argv), st, fr, env, stdin, writes, refs, n.pos)
+        builtins.apply(argv, st)  # after the emit, so `cd X` itself runs where it was typed
         if writes:
             self.remember_written(tuple(argv), stdin, writes, st)
         return final
