@@ -222,3 +222,13 @@ def test_kill_int_to_the_guard_is_ignored(session) -> None:
     session.expect_exact("finished", timeout=5)
     session.expect_exact(PROMPT)
 
+
+
+def test_vi_edits_a_file(session, sandbox) -> None:
+    session.sendline("vi -u NONE notes.txt")
+    time.sleep(1.0)
+    session.send("ihello from vi\x1b")
+    time.sleep(0.3)
+    session.send(":wq\r")
+    session.expect_exact(PROMPT, timeout=10)
+    assert (sandbox["scratch"] / "notes.txt").read_text() == "hello from vi\n"
