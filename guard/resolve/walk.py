@@ -164,6 +164,9 @@ class Walker:
         name = argv[0]
         if name in st.functions and fr.depth < self.sink.max_depth:
             return self.call_function(name, argv, st, fr, stdin)
+        label = _computed_name(first)
+        if label:
+            fr = Frame(fr.via + (label,), fr.depth, fr.lang)
         final = programs.run(self, tuple(argv), st, fr, env, stdin, writes, refs, n.pos)
         builtins.apply(argv, st)  # after the emit, so `cd X` itself runs where it was typed
         if writes:
@@ -313,6 +316,18 @@ class Walker:
                 facts=facts or {},
             )
         )
+
+
+def _computed_name(word: Word) -> str | None:
+    """How a command name that was not written literally was computed, for the via chain."""
+    from guard.ir import Param
+
+    for p in word.parts:
+        if isinstance(p, Param):
+            return f"array {p.name}" if p.index in ("@", "*") else f"variable {p.name}"
+        if isinstance(p, CmdSub):
+            return "command substitution"
+    return None
 
 
 def _with(inv: Invocation, **kw: object) -> Invocation:

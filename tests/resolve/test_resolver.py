@@ -31,9 +31,10 @@ def find(cmd: str, prog: str = "git", **kw):
     [
         ("g'i't push", ("git", "push"), ()),
         ("$'\\x67it' push", ("git", "push"), ()),
-        ("G=git; $G push origin", ("git", "push", "origin"), ()),
-        ("cmd=(git push -f); \"${cmd[@]}\"", ("git", "push", "-f"), ()),
-        ("${X:-git} push", ("git", "push"), ()),
+        ("G=git; $G push origin", ("git", "push", "origin"), ("variable G",)),
+        ("cmd=(git push -f); \"${cmd[@]}\"", ("git", "push", "-f"), ("array cmd",)),
+        ("${X:-git} push", ("git", "push"), ("variable X",)),
+        ("$(echo git) push", ("git", "push"), ("command substitution",)),
         ("alias g='git -C /tmp/x'; g push", ("git", "-C", "/tmp/x", "push"), ("alias g",)),
         ("f() { git \"$@\"; }; f push origin", ("git", "push", "origin"), ("function f",)),
         ("sudo -u dev timeout 5 git push", ("git", "push"), ("sudo", "timeout")),
