@@ -513,6 +513,8 @@ def _dumps_env(prog: str, args: tuple[str, ...]) -> bool:
 # ----------------------------------------------------------------------------- files
 
 REMOTE_RE = re.compile(r"^[\w.@-]+:(?!//)")
+COPY_WITH_ARG = frozenset({"--exclude", "--include", "--filter", "-f", "-e", "--rsh", "-t", "--target-directory",
+                           "-S", "--suffix", "--chown", "--chmod", "--exclude-from", "--include-from", "-m", "--mode"})
 COPIERS = frozenset({"cp", "mv", "rsync", "install", "ln", "ditto"})
 WRITERS = frozenset({"tee", "touch", "mkdir", "cp", "mv", "install", "ln", "rsync", "dd", "truncate"})
 
@@ -539,7 +541,7 @@ def file_facts(inv: Invocation, world: World) -> dict:
             facts["dest_path"] = full
     if prog in COPIERS and len(pos) >= 2 and not REMOTE_RE.match(_copy_dest(inv)):
         dest_dir = paths.join(inv.cwd, _copy_dest(inv), home)
-        for src in pos[:-1]:
+        for src in _operands(tuple(inv.argv[1:]), COPY_WITH_ARG)[:-1]:
             if src.rstrip("/").rsplit("/", 1)[-1] == ".git" and where(dest_dir, world) == "tree":
                 facts["dotgit_write"] = True  # cp -r /tmp/r/.git . lands a .git in the tree
                 facts["dest_path"] = dest_dir.rstrip("/") + "/.git"
