@@ -257,14 +257,20 @@ def original_environ() -> dict[bytes, bytes]:
 
 
 def reset_signals() -> None:
-    """Give the real shell the dispositions a C program would get (Python ignores SIGPIPE)."""
-    for name in ("SIGPIPE", "SIGXFSZ", "SIGINT"):
+    """Undo what Python changed at start-up, so the real shell inherits what bash would have.
+
+    Python ignores SIGPIPE and SIGXFSZ (the caller's setting is lost; the default is the usual
+    one) and catches SIGINT only when it was not ignored (an ignored SIGINT stays ignored).
+    """
+    for name in ("SIGPIPE", "SIGXFSZ"):
         sig = getattr(signal, name, None)
         if sig is not None:
             try:
                 signal.signal(sig, signal.SIG_DFL)
             except (OSError, ValueError):
                 pass
+    if signal.getsignal(signal.SIGINT) is signal.default_int_handler:
+        signal.signal(signal.SIGINT, signal.SIG_DFL)
 
 
 def _exec_real(argv: list[bytes], env: dict[bytes, bytes]) -> int:
@@ -476,8 +482,10 @@ def run(args: list[str]) -> int:
 
 
 def main() -> None:
-    # Die of SIGINT like bash would while the guard is still deciding, without a traceback.
-    signal.signal(signal.SIGINT, signal.SIG_DFL)
+    # Die of SIGINT like bash would while the guard is still deciding, without a traceback
+    # (unless the caller ignores SIGINT: then Python left it ignored, and so do we).
+    if signal.getsignal(signal.SIGINT) is signal.default_int_handler:
+        signal.signal(signal.SIGINT, signal.SIG_DFL)
     try:
         status = run(sys.argv[1:])
     except KeyboardInterrupt:

@@ -268,3 +268,11 @@ def test_exported_functions_are_passed_to_the_analysis(fake_shell: str, sandbox)
     p = run(fake_shell, ["-c", "git() { command git push; }; export -f git; guard-shell -c 'touch canary; git status'"], sandbox)
     assert p.stderr.startswith(b"guard-fake: refused git")
     assert not (sandbox["scratch"] / "canary").exists()
+
+
+@pytest.mark.parametrize("disposition", ["''", "-"], ids=["ignored", "default"])
+def test_inherited_sigint_disposition(checked_shell: str, sandbox, disposition: str) -> None:
+    outer = f'trap {disposition} INT; "$0" -c "kill -INT \\$\\$; echo survived"; echo status=$?'
+    bash = run(shellkit.REAL_SHELL, ["-c", outer, shellkit.REAL_SHELL], sandbox)
+    guarded = run(shellkit.REAL_SHELL, ["-c", outer, checked_shell], sandbox)
+    assert (guarded.returncode, guarded.stdout) == (bash.returncode, bash.stdout)
