@@ -37,10 +37,10 @@ def verdict_json(v: Verdict, id_: Any = None, with_id: bool = False) -> dict[str
                 "program": _show(i.program),
                 "argv": [_show(a) for a in i.argv],
                 "cwd": _show(i.cwd),
-                "in_tree": i.facts.get("in_tree"),
+                "in_tree": place,
                 "via": [_show(x) for x in i.via],
             }
-            for i in v.invocations
+            for i, place in zip(v.invocations, v.in_tree or (None,) * len(v.invocations), strict=False)
         ],
         unresolved=list(v.unresolved),
         parser=v.parser,
@@ -198,8 +198,9 @@ def explain_text(command: str, ctx: Context) -> str:
     lines.append(f"cwd: {ctx.cwd}   tree: {':'.join(ctx.trees)}")
     lines.append(f"parser: {script.parser}" + (f" ({script.error})" if script.error else ""))
     lines.append(f"invocations: {len(v.invocations)}")
-    for n, inv in enumerate(v.invocations, 1):
-        where = {True: "in the tree", False: "outside the tree", None: "unknown"}[inv.facts.get("in_tree")]
+    places = v.in_tree or (None,) * len(v.invocations)
+    for n, (inv, place) in enumerate(zip(v.invocations, places, strict=False), 1):
+        where = {True: "in the tree", False: "outside the tree", None: "unknown"}[place]
         lines.append(f"  {n}. {' '.join(_show(a) for a in inv.argv)}")
         lines.append(f"     cwd {_show(inv.cwd)} ({where})")
         if inv.via:

@@ -264,3 +264,5 @@ class Verdict:
     rule_source: str | None = None
     matched: Invocation | None = None
     also: tuple[str, ...] = ()
+    # for each invocation: whether its repository (or cwd) is in the tree; None when unknown
+    in_tree: tuple[bool | None, ...] = ()

@@ -61,17 +61,18 @@ def classify(script: Script, res: Resolution, ctx: Context, rs: RuleSet) -> Verd
     world = world_of(ctx, rs)
     notes = list(res.unresolved)
     hits: list[tuple[int, int, dict, Invocation, dict, bool]] = []
-    out: list[Invocation] = []
+    places: list[bool | None] = []
     for idx, inv in enumerate(res.invocations):
         facts = facts_for(inv, world)
         in_tree = facts.get("repo") if "repo" in facts else where(inv.cwd, world)
-        out.append(replace(inv, facts={"in_tree": {"tree": True, "outside": False}.get(in_tree)}))
+        places.append({"tree": True, "outside": False}.get(in_tree))
+        candidates = _candidates(rs, facts.get("program") or inv.program)
         exempt: set[str] = set()
-        for rule in rs.rules:
+        for rule in candidates:
             if rule.get("verdict") == "allow" and match(rule["match"], facts) == "yes":
                 ex = rule.get("exempts") or DEFAULT_EXEMPT
                 exempt.update(PRECEDENCE if ex == "all" else ex)
-        for rule in _ordered(rs):
+        for rule in candidates:
             cat = rule.get("category", "read-probe")
             if rule.get("verdict") == "allow" or cat in exempt:
                 continue
@@ -84,8 +85,9 @@ def classify(script: Script, res: Resolution, ctx: Context, rs: RuleSet) -> Verd
             rank = PRECEDENCE.index(cat) if cat in PRECEDENCE else 99
             hits.append((rank, idx, rule, inv, facts, m == "unknown"))
             break
+    out = res.invocations
     if not hits:
-        return Verdict("allow", invocations=tuple(out), unresolved=tuple(notes), parser=script.parser)
+        return Verdict("allow", invocations=out, unresolved=tuple(notes), parser=script.parser, in_tree=tuple(places))
     hits.sort(key=lambda h: (h[0], h[1]))
     _, _, rule, inv, facts, unknown = hits[0]
     others = []
@@ -107,17 +109,35 @@ def classify(script: Script, res: Resolution, ctx: Context, rs: RuleSet) -> Verd
         rule_source=rule.get("source"),
         matched=inv,
         also=tuple(o[0] for o in others),
+        in_tree=tuple(places),
     )
 
 
-_order_cache: list[tuple[RuleSet, list[dict]]] = []
+_order_cache: list[tuple[RuleSet, list[dict], dict[str, list[dict]]]] = []
 
 
 def _ordered(rs: RuleSet) -> list[dict]:
     """Rules in the order they are tried: by ``priority`` (higher first), then as written."""
     if not _order_cache or _order_cache[0][0] is not rs:
-        _order_cache[:] = [(rs, sorted(rs.rules, key=lambda r: -int(r.get("priority", 0))))]
+        _order_cache[:] = [(rs, sorted(rs.rules, key=lambda r: -int(r.get("priority", 0))), {})]
     return _order_cache[0][1]
+
+
+def _candidates(rs: RuleSet, program: str) -> list[dict]:
+    """The rules that can match an invocation of ``program``, in trial order: those naming the
+    program and those naming none. Most invocations (ls, cat, pytest) face only a handful."""
+    ordered = _ordered(rs)
+    by_program = _order_cache[0][2]
+    hit = by_program.get(program)
+    if hit is None:
+        hit = []
+        for rule in ordered:
+            want = rule.get("match", {}).get("program")
+            if want is None or program == want or (isinstance(want, list) and program in want):
+                hit.append(rule)
+        if len(by_program) < 512:
+            by_program[program] = hit
+    return hit
 
 
 def _what(inv: Invocation, facts: dict) -> str:

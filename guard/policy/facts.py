@@ -467,6 +467,7 @@ CRED_RE = re.compile(
     r"(^|/)\.git-credentials$|(^|/)\.config/git/credentials$|(^|/)\.config/gh(/|$)|(^|/)[._]netrc$|"
     r"^/proc/[^/]+/environ$|(^|/)hosts\.yml$"
 )
+CRED_HINT = re.compile(r"credentials|netrc|environ|gh|hosts\.yml")
 MENTION_ONLY = frozenset({"echo", "printf", "unset", ":", "true", "rm"})
 
 
@@ -488,6 +489,8 @@ def token_facts(inv: Invocation, world: World) -> dict:
     if prog not in MENTION_ONLY:
         home = world.home
         for a in args:
+            if not CRED_HINT.search(a):
+                continue
             a2 = paths.expand_tilde(a, home)
             if CRED_RE.search(a2.replace(UNKNOWN, "x").rstrip("/")) or CRED_RE.search(a2.split("=", 1)[-1]):
                 if "hosts.yml" in a2 and ".config/gh" not in a2:
