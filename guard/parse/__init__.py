@@ -11,7 +11,7 @@ from guard.ir import UNKNOWN, Script
 
 __all__ = ["parse"]
 
-MAX_INPUT = 1_000_000  # characters; larger input is not analysed
+MAX_INPUT = 1_200_000  # characters (a 1 MiB command and some); larger input is not analysed
 MAX_BASHLEX = 64_000  # bashlex is slow on big input (≈ 13 ms per KB)
 MAX_NESTING = 60  # nested re-parses of $(…) text by the bashlex and scan lowerings
 

@@ -45,7 +45,8 @@ class Sink:
     invocations: list[Invocation] = field(default_factory=list)
     unresolved: list[str] = field(default_factory=list)
     budget: int = 20000  # nodes visited at most
-    max_depth: int = 40  # nested re-parses (bash -c, eval, alias, function calls) at most
+    max_depth: int = 24  # nested re-parses (bash -c, eval, alias, function calls) at most
+    reparse_budget: int = 128 * 1024  # characters of nested shell code parsed at most
 
     def note(self, text: str) -> None:
         if text not in self.unresolved and len(self.unresolved) < 50:

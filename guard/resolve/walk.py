@@ -219,6 +219,14 @@ class Walker:
         self.string_in(text, st, Frame(fr.via + (via,), fr.depth + 1, "sh"), stdin)
 
     def string_in(self, text: str, st: State, fr: Frame, stdin: str | None = None) -> None:
+        """Parse and walk shell code in ``st`` under frame ``fr``, within the re-parse budget."""
+        self.sink.reparse_budget -= len(text)
+        if self.sink.reparse_budget < 0:
+            self.sink.note("nested shell code beyond 128 KiB not analysed")
+            return
+        self._string_in(text, st, fr, stdin)
+
+    def _string_in(self, text: str, st: State, fr: Frame, stdin: str | None = None) -> None:
         from guard.parse import parse
 
         if UNKNOWN in text:
