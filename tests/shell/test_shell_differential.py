@@ -68,4 +68,4 @@ def test_same_as_bash(case: dict, results: dict[int, tuple]) -> None:
     expected, got = results[case["line"]]
     assert got[2] == expected[2], f"exit status differs for {case['argv']}: stderr={got[1]!r}"
     assert got[0] == expected[0], f"stdout differs for {case['argv']}"
-    assert got[1] == expected[1], f"stderr differs for {case['argv']}"
+    assert got[1] == expected[1], f"stderr differs for {case['argv']}: {got[1][:300]!r}"
