@@ -88,6 +88,11 @@ def is_under(path: str, root: str) -> bool | None:
     # path's literal prefix is shorter than root: decided only if it already diverges
     if known != rparts[: len(known)]:
         return False
+    # the first unknown component still has a literal start (mktemp's "tmp.…"): a root component
+    # that does not begin with it cannot be matched (an unknown part stays within its component)
+    head = parts[len(known)].split(UNKNOWN, 1)[0]
+    if head and not rparts[len(known)].startswith(head):
+        return False
     return None
 
 

@@ -386,7 +386,12 @@ def _mktemp(argv: tuple[str, ...], st: State | None) -> str:
     base = base or tmp
     if st is not None:
         base = paths.join(st.cwd, base, _home(st))
-    return base.rstrip("/") + "/" + UNKNOWN + "\n"
+    # one new entry named from the template (tmp.XXXXXXXXXX by default)
+    template = next((a for a in argv[1:] if not a.startswith("-") and a not in (base,) and "X" in a), "tmp.XXXXXXXXXX")
+    if "/" in template and st is not None:  # mktemp -d /srv/build.XXXX: the template names the folder
+        base = paths.join(st.cwd, template.rsplit("/", 1)[0] or "/", _home(st))
+    name = template.rsplit("/", 1)[-1].rstrip("X")
+    return base.rstrip("/") + "/" + name + UNKNOWN + "\n"
 
 
 __all__ = ["run", "output_of", "read_script", "os"]

@@ -65,8 +65,9 @@ def test_cwd_tracking_cd_pushd_subshell() -> None:
     assert find("pushd /tmp/y; popd; git pull").cwd == "/workspace/app"
     assert find("cd ..; git pull").cwd == "/workspace"
     assert find("cd; git pull").cwd == "/root"
-    assert find("cd \"$(mktemp -d)\" && git clone u").cwd == "/tmp/" + UNKNOWN
-    assert find("cd $(mktemp -d -p /var/t) && git pull").cwd == "/var/t/" + UNKNOWN
+    assert find("cd \"$(mktemp -d)\" && git clone u").cwd == "/tmp/tmp." + UNKNOWN
+    assert find("cd $(mktemp -d -p /var/t) && git pull").cwd == "/var/t/tmp." + UNKNOWN
+    assert find("cd $(mktemp -d /srv/b.XXXX) && git pull").cwd == "/srv/b." + UNKNOWN
 
 
 def test_env_from_the_real_environment_and_exports() -> None:
