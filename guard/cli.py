@@ -126,7 +126,11 @@ def cmd_check(argv: list[str]) -> int:
     from guard.engine import analyze
 
     command = " ".join(ns.command) if len(ns.command) > 1 else ns.command[0]
-    v = analyze(command, ctx)
+    try:
+        v = analyze(command, ctx)
+    except Exception as e:  # a bug in guard: one line, never a traceback
+        print(f"guard: internal error: {type(e).__name__}: {e}", file=sys.stderr)
+        return EXIT_USAGE
     if ns.json:
         print(json.dumps(verdict_json(v), ensure_ascii=False))
     elif v.verdict == "refuse":

@@ -7,7 +7,11 @@ from guard.ir import Verdict
 
 
 def analyze(command: str, ctx: Context) -> Verdict:
-    """The verdict for ``command`` run in ``ctx``. Never raises on any input."""
+    """The verdict for ``command`` run in ``ctx``.
+
+    Any input gets a verdict; an exception here is a bug in guard, and callers decide what it
+    means (guard-shell fails open unless GUARD_FAIL=closed; guard check reports it).
+    """
     from guard import parse, policy, resolve
 
     rules = policy.load(ctx)

@@ -76,7 +76,7 @@ def param_value(p: Param, st: State, subst: SubstFn, refs: list[str]) -> list[st
         if base == UNKNOWN and not is_set:
             use_default = True
         if use_default:
-            val = expand_word(p.arg, st, subst, refs, split=False)[0] if p.arg else ""
+            val = expand_one(p.arg, st, subst, refs) if p.arg else ""
             if p.op in (":=", "="):
                 st.vars[p.name] = val
             return val
@@ -85,7 +85,7 @@ def param_value(p: Param, st: State, subst: SubstFn, refs: list[str]) -> list[st
         if base == UNKNOWN:
             return UNKNOWN
         use_alt = is_set and not (p.op == ":+" and empty)
-        return (expand_word(p.arg, st, subst, refs, split=False)[0] if p.arg else "") if use_alt else ""
+        return (expand_one(p.arg, st, subst, refs) if p.arg else "") if use_alt else ""
     if p.op in (":?", "?"):
         return base
     if p.arg is not None:
