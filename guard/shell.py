@@ -177,8 +177,14 @@ def decide(
     functions: dict[str, str] | None = None,
     env: dict[str, str] | None = None,
 ) -> Decision:
-    """Analyse ``command`` and say whether to run it. Never raises."""
+    """Analyse ``command`` and say whether to run it. Never raises.
+
+    A command that ``guard.precheck`` proves harmless (one plain simple command of a listed
+    program, nothing shadowing its name) runs without loading the analysis.
+    """
     base_env = os.environ if env is None else env
+    if _trivially_allowed(command, base_env, aliases, functions):
+        return Decision("run")
     try:
         from guard.context import Context
 
@@ -193,6 +199,21 @@ def decide(
         return failure_decision(f"the engine returned no verdict ({kind!r})", base_env)
     except (Exception, RecursionError, MemoryError, _AnalysisTimeout) as exc:  # noqa: B014
         return failure_decision(_reason(exc), base_env)
+
+
+def _trivially_allowed(
+    command: str,
+    env: dict[str, str] | os._Environ[str],
+    aliases: dict[str, str] | None,
+    functions: dict[str, str] | None,
+) -> bool:
+    try:
+        from guard.precheck import trivially_allowed
+
+        shadowed = {*(aliases or {}), *(functions or {})}
+        return bool(trivially_allowed(command, env=env, shadowed=shadowed))
+    except Exception:  # noqa: BLE001 - no pre-check: the full analysis decides
+        return False
 
 
 # --------------------------------------------------------------------------- audit

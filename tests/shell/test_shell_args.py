@@ -95,7 +95,7 @@ def test_engine_failure_fails_open(monkeypatch: pytest.MonkeyPatch) -> None:
 def test_engine_failure_closed(monkeypatch: pytest.MonkeyPatch) -> None:
     _patch(monkeypatch, lambda c, ctx: 1 / 0)
     monkeypatch.setenv("GUARD_FAIL", "closed")
-    d = shell.decide("ls")
+    d = shell.decide("ls | wc -l")
     assert d.action == "refuse"
     assert d.message.startswith("guard: internal error, refusing the command (GUARD_FAIL=closed): ZeroDivisionError")
 
@@ -103,7 +103,7 @@ def test_engine_failure_closed(monkeypatch: pytest.MonkeyPatch) -> None:
 def test_engine_without_verdict_is_a_failure(monkeypatch: pytest.MonkeyPatch) -> None:
     _patch(monkeypatch, lambda c, ctx: None)
     monkeypatch.delenv("GUARD_FAIL", raising=False)
-    d = shell.decide("ls")
+    d = shell.decide("ls | wc -l")
     assert d.action == "run" and "no verdict" in (d.message or "")
 
 
@@ -117,7 +117,7 @@ def test_slow_analysis_is_cut_off(monkeypatch: pytest.MonkeyPatch) -> None:
     monkeypatch.setattr(shell, "ANALYSIS_TIMEOUT", 0.2)
     monkeypatch.delenv("GUARD_FAIL", raising=False)
     t = time.monotonic()
-    d = shell.decide("ls")
+    d = shell.decide("ls | wc -l")
     assert time.monotonic() - t < 2
     assert d.message == "guard: internal error, running the command unchecked: analysis took longer than 0.2s"
 
@@ -128,7 +128,7 @@ def test_recursion_error_is_caught(monkeypatch: pytest.MonkeyPatch) -> None:
 
     _patch(monkeypatch, deep)
     monkeypatch.delenv("GUARD_FAIL", raising=False)
-    assert shell.decide("x").message.startswith("guard: internal error, running the command unchecked: RecursionError")
+    assert shell.decide("x | y").message.startswith("guard: internal error, running the command unchecked: RecursionError")
 
 
 @pytest.mark.parametrize(
@@ -194,3 +194,15 @@ def test_partial_marker_len() -> None:
     assert partial_marker_len(b"out\x1b]777;gua", m) == len(b"\x1b]777;gua")
     assert partial_marker_len(b"out\x1b", m) == 1
     assert partial_marker_len(b"red \x1b[31m", m) == 0
+
+
+def test_plain_commands_skip_the_analysis(monkeypatch: pytest.MonkeyPatch) -> None:
+    def must_not_run(c, ctx):  # noqa: ANN001
+        raise AssertionError("analysed")
+
+    _patch(monkeypatch, must_not_run)
+    monkeypatch.delenv("GUARD_FAIL", raising=False)
+    assert shell.decide("ls -la src") == shell.Decision("run")
+    # an alias or function of the same name makes the plain name mean more: analysed
+    assert shell.decide("ls -la", aliases={"ls": "git push"}).error is not None
+    assert shell.decide("ls -la", functions={"ls": "ls () { git push; }"}).error is not None

@@ -179,7 +179,7 @@ def test_ctrl_z_at_the_prompt_does_not_stop_the_session(session) -> None:
 
 
 def test_engine_failure_fails_open_in_a_session(session) -> None:
-    out = do(session, "echo ran FAKE_RAISE")
+    out = do(session, "echo 'ran FAKE_RAISE'")
     assert "guard: internal error, running the command unchecked: RuntimeError: fake engine failure" in out
     assert out.endswith("ran FAKE_RAISE\n")
 

@@ -113,7 +113,7 @@ def test_engine_failure_fails_open(fake_shell: str, sandbox) -> None:
 
 
 def test_engine_failure_fail_closed(fake_shell: str, sandbox) -> None:
-    p = run(fake_shell, ["-c", "touch canary FAKE_RAISE"], sandbox, GUARD_FAIL="closed")
+    p = run(fake_shell, ["-c", "touch canary; : FAKE_RAISE"], sandbox, GUARD_FAIL="closed")
     assert p.returncode == 126
     assert p.stderr == (
         b"guard: internal error, refusing the command (GUARD_FAIL=closed): RuntimeError: fake engine failure\n"
