@@ -18,7 +18,7 @@ PROJECTS = str(REPO / "fixtures" / "projects")
 def _labelled() -> list[dict]:
     rows = []
     for path in sorted((REPO / "fixtures" / "commands").glob("*.jsonl")):
-        rows += [json.loads(x) for x in path.read_text().splitlines() if x.strip()]
+        rows += [json.loads(x) for x in path.read_text(encoding="utf-8").split("\n") if x.strip()]
     return rows
 
 
@@ -47,7 +47,7 @@ def test_same_verdict_on_the_shared_corpus_sample() -> None:
         pytest.skip("shared corpus not available")
     ctx = Context.from_environ(cwd="/workspace/app", trees=("/workspace",), env={"HOME": "/root"})
     n = 0
-    for line in path.read_text().splitlines()[:8000]:
+    for line in path.read_text(encoding="utf-8").split("\n")[:8000]:
         cmd = json.loads(line)["command"]
         if trivially_allowed(cmd):
             n += 1

@@ -45,7 +45,7 @@ def _run(rows: list[dict]) -> dict[str, dict]:
 
 @pytest.mark.parametrize("path", FIXTURES, ids=[p.name for p in FIXTURES])
 def test_fixture_file(path: Path) -> None:
-    rows = [json.loads(line) for line in path.read_text().splitlines() if line.strip()]
+    rows = [json.loads(line) for line in path.read_text(encoding="utf-8").split("\n") if line.strip()]
     out = _run(rows)
     wrong = []
     for r in rows:
@@ -58,7 +58,7 @@ def test_fixture_file(path: Path) -> None:
 
 
 def test_labelled_fixtures_cover_every_category_and_both_verdicts() -> None:
-    rows = [json.loads(line) for p in FIXTURES for line in p.read_text().splitlines() if line.strip()]
+    rows = [json.loads(line) for p in FIXTURES for line in p.read_text(encoding="utf-8").split("\n") if line.strip()]
     counts = Counter((r["expect"], r.get("category")) for r in rows)
     assert len(rows) >= 400
     assert counts[("allow", None)] >= 150

@@ -16,7 +16,7 @@ def verdict(cmd: str, **env: str):
 
 
 def test_every_fixture_refusal_message_is_short_and_names_what_was_refused() -> None:
-    rows = [json.loads(x) for x in (REPO / "fixtures/commands/labelled.jsonl").read_text().splitlines()]
+    rows = [json.loads(x) for x in (REPO / "fixtures/commands/labelled.jsonl").read_text(encoding="utf-8").split("\n") if x.strip()]
     for r in rows:
         if r["expect"] != "refuse":
             continue
