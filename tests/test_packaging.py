@@ -1,0 +1,26 @@
+"""The wheel carries what an installed guard needs: the shipped rules, the rule schemas, and the
+guard-shell launcher (which must not import `re` before guard runs)."""
+
+from __future__ import annotations
+
+import subprocess
+import sys
+import zipfile
+from pathlib import Path
+
+from tests.conftest import REPO
+
+
+def test_wheel_contents(tmp_path: Path) -> None:
+    p = subprocess.run([sys.executable, "-m", "pip", "wheel", "--no-deps", "-q", "-w",
+                        str(tmp_path), str(REPO)], capture_output=True, text=True, timeout=300)
+    assert p.returncode == 0, p.stderr[-2000:]
+    wheel = next(tmp_path.glob("guard-*.whl"))
+    names = set(zipfile.ZipFile(wheel).namelist())
+    for needed in ("guard/rules/config.yaml", "guard/rules/commands/git.yaml", "guard/rules/stderr/git.yaml",
+                   "guard/policy/schema/command-rules.json", "guard/shell.py", "guard/parse/treesitter.py"):
+        assert needed in names, needed
+    launcher = [n for n in names if n.endswith("/scripts/guard-shell")]
+    assert launcher, sorted(names)[:20]
+    text = zipfile.ZipFile(wheel).read(launcher[0]).decode()
+    assert "import re" not in text and "from guard.shell import main" in text
