@@ -12,8 +12,12 @@ relay and the audit log are imported when they are needed.
 from __future__ import annotations
 
 import os
-import signal
 import sys
+
+try:  # the C module: `signal` itself imports enum (~3 ms), paid on every command
+    import _signal as signal
+except ImportError:  # pragma: no cover - other Pythons
+    import signal  # type: ignore[no-redef]
 
 REFUSED_STATUS = 126
 DEFAULT_REAL_SHELL = "/bin/bash"
@@ -137,11 +141,14 @@ class Decision:
     when the guard itself failed). ``verdict`` is the engine's Verdict when there was one.
     """
 
-    __slots__ = ("action", "message", "verdict", "error")
+    __slots__ = ("action", "message", "verdict", "error", "plain")
 
     def __init__(self, action: str, message: str | None = None, verdict: object | None = None,
-                 error: str | None = None) -> None:
+                 error: str | None = None, plain: bool = False) -> None:
         self.action, self.message, self.verdict, self.error = action, message, verdict, error
+        # plain: passed the pre-check (a listed program that runs nothing else): nothing it prints
+        # can need an annotation, so the real shell is exec'd without the relay
+        self.plain = plain
 
     def __repr__(self) -> str:
         return f"Decision({self.action!r}, {self.message!r})"
@@ -199,7 +206,7 @@ def decide(
     """
     base_env = os.environ if env is None else env
     if _trivially_allowed(command, base_env, aliases, functions):
-        return Decision("run")
+        return Decision("run", plain=True)
     try:
         from guard.context import Context
 
@@ -337,7 +344,7 @@ def _relay_runner() -> object | None:
     return getattr(relay, "run", None)
 
 
-def launch(args: list[bytes], command: str | None) -> int:
+def launch(args: list[bytes], command: str | None, plain: bool = False) -> int:
     """Run the real shell with bash arguments ``args`` and return its status.
 
     ``$0`` of the real shell is its own path (``GUARD_REAL_SHELL``), as when it is called by
@@ -345,7 +352,7 @@ def launch(args: list[bytes], command: str | None) -> int:
     """
     shell = os.fsencode(real_shell())
     env = original_environ()
-    run = _relay_runner()
+    run = None if plain else _relay_runner()
     if run is None:
         return _exec_real([shell, *args], env)
     reset_signals()
@@ -479,9 +486,10 @@ def run(args: list[str]) -> int:
         return launch(argv, None)
     if parsed.mode == "command":
         text = parsed.operand or ""
-        if guard_command(text, _cwd(), parsed).action == "refuse":
+        decision = guard_command(text, _cwd(), parsed)
+        if decision.action == "refuse":
             return REFUSED_STATUS
-        return launch(argv, text)
+        return launch(argv, text, plain=decision.plain)
     if parsed.mode == "script":
         try:
             text = _read_script(parsed.operand or "")
