@@ -150,8 +150,11 @@ class Decision:
         # can need an annotation, so the real shell is exec'd without the relay
         self.plain = plain
 
+    def __eq__(self, other: object) -> bool:
+        return isinstance(other, Decision) and all(getattr(self, k) == getattr(other, k) for k in self.__slots__)
+
     def __repr__(self) -> str:
-        return f"Decision({self.action!r}, {self.message!r})"
+        return f"Decision({self.action!r}, {self.message!r}, plain={self.plain!r})"
 
 
 class _AnalysisTimeout(Exception):
