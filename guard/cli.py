@@ -94,7 +94,7 @@ def _base_context(ns: argparse.Namespace) -> Context:
         rule_paths=extra + (rules or ()),
     )
     if ns.strict:
-        from dataclasses import replace
+        from guard.record import replace
 
         ctx = replace(ctx, strict=True)
     return ctx
@@ -141,9 +141,8 @@ def cmd_check(argv: list[str]) -> int:
 
 
 def _check_stream(ctx: Context) -> int:
-    from dataclasses import replace
-
     from guard.engine import analyze
+    from guard.record import replace
 
     out = sys.stdout
     for raw in sys.stdin.buffer:

@@ -9,7 +9,8 @@ from __future__ import annotations
 
 import os
 from collections.abc import Mapping
-from dataclasses import dataclass, field
+
+from guard.record import dataclass, field
 
 DEFAULT_TREES = ("/workspace",)
 

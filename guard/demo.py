@@ -11,9 +11,9 @@ import os
 import shutil
 import tempfile
 import textwrap
-from dataclasses import replace
 
 from guard.context import Context
+from guard.record import replace
 
 STEPS: tuple[tuple[str, str], ...] = (
     ("the field report's thread", "git ls-remote https://github.com/acme/private-lib.git"),

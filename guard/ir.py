@@ -16,8 +16,9 @@ variable, a command substitution with side effects).  ``"/tmp/" + UNKNOWN`` is "
 
 from __future__ import annotations
 
-from dataclasses import dataclass, field
 from typing import Any
+
+from guard.record import dataclass, field
 
 UNKNOWN = "\uffff"
 

@@ -33,9 +33,10 @@ import os
 import re
 import string
 from collections.abc import Iterable, Mapping
-from dataclasses import dataclass, field
 from pathlib import Path
 from typing import Any
+
+from guard.record import dataclass, field
 
 SCHEMA = "stderr-rules/1"
 DERIVED = ("url", "host", "repo", "program")

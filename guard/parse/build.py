@@ -7,8 +7,6 @@ than ``&&``/``||``), which also repairs tree-sitter's wrong nesting of ``a | b |
 
 from __future__ import annotations
 
-from dataclasses import replace
-
 from guard.ir import (
     AndOr,
     FunctionDef,
@@ -22,6 +20,7 @@ from guard.ir import (
     Subshell,
     Word,
 )
+from guard.record import replace
 
 Stream = list  # list[Node | str]
 

@@ -12,7 +12,6 @@ into the whole command (``base`` is the offset of ``src`` in it, for nested pars
 from __future__ import annotations
 
 from bisect import bisect_left
-from dataclasses import replace
 from typing import Any
 
 from guard.ir import (
@@ -35,6 +34,7 @@ from guard.ir import (
 )
 from guard.parse import build
 from guard.parse.words import _Lexer, decode_ansi_c, lex_word, merge_lits, unescape_dquoted, unescape_unquoted
+from guard.record import replace
 
 MAX_DEPTH = 200
 

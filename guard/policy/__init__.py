@@ -2,11 +2,10 @@
 
 from __future__ import annotations
 
-from dataclasses import replace
-
 from guard.context import Context
 from guard.ir import UNKNOWN, Invocation, Resolution, Script, Verdict
 from guard.policy.loader import RuleSet
+from guard.record import replace
 
 PRECEDENCE = ("publish", "create", "absent", "mutate", "token-search", "read-probe")
 WRITES = frozenset({"publish", "create", "absent", "mutate"})

@@ -9,11 +9,11 @@ from __future__ import annotations
 
 import re
 from collections.abc import Mapping
-from dataclasses import dataclass
 from urllib.parse import urlsplit
 
 from guard import paths
 from guard.ir import UNKNOWN, Invocation
+from guard.record import dataclass
 
 
 @dataclass(frozen=True)

@@ -18,10 +18,11 @@ import hashlib
 import json
 import os
 import sys
-from dataclasses import asdict, dataclass, field, replace
 from functools import cache
 from pathlib import Path
 from typing import Any
+
+from guard.record import asdict, dataclass, field, replace
 
 CACHE_VERSION = 3
 
@@ -189,7 +190,7 @@ def compile_layers(layers: list[Layer]) -> RuleSet:
 def read_cache(path: Path) -> RuleSet | None:
     try:
         data = json.loads(path.read_bytes())
-        return RuleSet(**{k: data[k] for k in RuleSet.__dataclass_fields__ if k in data})
+        return RuleSet(**{k: data[k] for k in RuleSet.__record_fields__ if k in data})
     except (OSError, ValueError, TypeError, KeyError):
         return None
 

@@ -3,9 +3,8 @@ functions, files the command wrote. Subshells work on a copy."""
 
 from __future__ import annotations
 
-from dataclasses import dataclass, field
-
 from guard.ir import FunctionDef, Invocation
+from guard.record import dataclass, field
 
 # A variable's value: a string (may hold UNKNOWN), a list for arrays, or None when the variable
 # is set to something we cannot know.

@@ -6,8 +6,6 @@ interpreters, scripts) is in ``guard.resolve.programs``.
 
 from __future__ import annotations
 
-from dataclasses import dataclass
-
 from guard import paths
 from guard.context import Context
 from guard.ir import (
@@ -27,6 +25,7 @@ from guard.ir import (
     Subshell,
     Word,
 )
+from guard.record import dataclass
 from guard.resolve import builtins, programs
 from guard.resolve.state import Sink, State
 from guard.resolve.words import expand_one, expand_word
@@ -339,7 +338,7 @@ def _computed_name(word: Word) -> str | None:
 
 
 def _with(inv: Invocation, **kw: object) -> Invocation:
-    from dataclasses import replace
+    from guard.record import replace
 
     return replace(inv, **kw)
 

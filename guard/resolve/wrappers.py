@@ -7,9 +7,9 @@ follows (``env`` alone prints the environment, ``command -v git`` runs nothing).
 from __future__ import annotations
 
 from collections.abc import Callable
-from dataclasses import dataclass, field
 
 from guard.ir import UNKNOWN
+from guard.record import dataclass, field
 
 
 @dataclass(frozen=True)

@@ -19,9 +19,9 @@ Conventions shared by every analyser:
 from __future__ import annotations
 
 import re
-from dataclasses import dataclass
 
 from guard.ir import UNKNOWN  # noqa: F401 - re-exported for analysers
+from guard.record import dataclass
 
 __all__ = [
     "Finding",

@@ -10,10 +10,10 @@ Source with syntax errors is still walked (tree-sitter recovers); the result is 
 from __future__ import annotations
 
 import json
-from dataclasses import dataclass
 from functools import lru_cache
 
 from guard.ir import UNKNOWN
+from guard.record import dataclass
 from guard.resolve.inline import TOKEN_VARS, Finding, argv_of_string
 
 MAX_STEPS = 600_000

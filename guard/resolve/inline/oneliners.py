@@ -13,9 +13,9 @@ printed are data.
 from __future__ import annotations
 
 import re
-from dataclasses import dataclass
 
 from guard.ir import UNKNOWN
+from guard.record import dataclass
 from guard.resolve.inline import Finding
 
 MAX_TOKENS = 500_000

@@ -15,9 +15,9 @@ import posixpath
 import re
 import shlex
 import tokenize
-from dataclasses import dataclass, field
 
 from guard.ir import UNKNOWN
+from guard.record import dataclass, field
 from guard.resolve.inline import TOKEN_VARS, Finding, argv_of_string, join_shell, looks_like_command
 
 MAX_STEPS = 400_000  # expression nodes evaluated per source

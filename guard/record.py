@@ -1,0 +1,115 @@
+"""A small stand-in for ``dataclasses`` on guard-shell's hot path.
+
+``import dataclasses`` costs about 11 ms per process (it imports ``inspect``), paid by every
+command that needs the full analysis. This module gives the part of the API guard uses —
+``dataclass(frozen=…, slots=…)``, ``field(default=…, default_factory=…)``, ``replace``,
+``asdict`` — with generated ``__init__``, ``__repr__``, ``__eq__`` and, when frozen,
+``__hash__`` and read-only attributes. ``slots`` is accepted and ignored.
+"""
+
+from __future__ import annotations
+
+_MISSING = object()
+
+
+class _Field:
+    __slots__ = ("default", "factory", "compare", "repr")
+
+    def __init__(self, default: object, factory: object, compare: bool, repr: bool) -> None:
+        self.default, self.factory, self.compare, self.repr = default, factory, compare, repr
+
+
+def field(*, default: object = _MISSING, default_factory: object = _MISSING, compare: bool = True,
+          repr: bool = True) -> object:
+    return _Field(default, default_factory, compare, repr)
+
+
+def _frozen_setattr(self: object, name: str, value: object) -> None:
+    raise AttributeError(f"cannot assign to field {name!r}")
+
+
+def dataclass(cls: type | None = None, /, *, frozen: bool = False, slots: bool = False, eq: bool = True):
+    def wrap(c: type) -> type:
+        names: list[str] = []
+        hidden: set[str] = set()  # repr=False
+        uncompared: set[str] = set()  # compare=False
+        params: list[str] = []
+        body: list[str] = []
+        env: dict[str, object] = {"_MISSING": _MISSING, "_set": object.__setattr__}
+        for name, ann in c.__dict__.get("__annotations__", {}).items():
+            if "ClassVar" in str(ann):
+                continue
+            names.append(name)
+            value = c.__dict__.get(name, _MISSING)
+            if isinstance(value, _Field):
+                if not value.repr:
+                    hidden.add(name)
+                if not value.compare:
+                    uncompared.add(name)
+                if value.factory is not _MISSING:
+                    env[f"_f_{name}"] = value.factory
+                    params.append(f"{name}=_MISSING")
+                    body.append(f"    if {name} is _MISSING: {name} = _f_{name}()")
+                else:
+                    env[f"_d_{name}"] = value.default
+                    params.append(f"{name}=_d_{name}")
+                delattr(c, name)
+            elif value is not _MISSING:
+                env[f"_d_{name}"] = value
+                params.append(f"{name}=_d_{name}")
+            else:
+                params.append(name)
+        for name in names:
+            body.append(f"    _set(self, {name!r}, {name})" if frozen else f"    self.{name} = {name}")
+        src = f"def __init__(self, {', '.join(params)}):\n" + ("\n".join(body) or "    pass")
+        exec(src, env)  # noqa: S102 - generated from the class's own field names
+        init = env["__init__"]
+        init.__qualname__ = f"{c.__qualname__}.__init__"
+        c.__init__ = init
+        fields = tuple(names)
+        shown = tuple(n for n in names if n not in hidden)
+        compared = tuple(n for n in names if n not in uncompared)
+        c.__record_fields__ = fields
+        c.__match_args__ = fields
+
+        def __repr__(self: object) -> str:
+            return f"{type(self).__name__}(" + ", ".join(f"{n}={getattr(self, n)!r}" for n in shown) + ")"
+
+        c.__repr__ = __repr__
+        if eq:
+            def __eq__(self: object, other: object) -> bool:
+                if other.__class__ is not self.__class__:
+                    return NotImplemented
+                return all(getattr(self, n) == getattr(other, n) for n in compared)
+
+            c.__eq__ = __eq__
+            if frozen:
+                c.__hash__ = lambda self: hash(tuple(getattr(self, n) for n in compared))
+            else:
+                c.__hash__ = None
+        if frozen:
+            c.__setattr__ = _frozen_setattr
+            c.__delattr__ = _frozen_setattr
+        return c
+
+    return wrap if cls is None else wrap(cls)
+
+
+def replace(obj: object, **changes: object) -> object:
+    values = {n: getattr(obj, n) for n in type(obj).__record_fields__}
+    values.update(changes)
+    return type(obj)(**values)
+
+
+def asdict(obj: object) -> object:
+    if hasattr(type(obj), "__record_fields__"):
+        return {n: asdict(getattr(obj, n)) for n in type(obj).__record_fields__}
+    if isinstance(obj, list | tuple):
+        return type(obj)(asdict(x) for x in obj)
+    if isinstance(obj, dict):
+        return {k: asdict(v) for k, v in obj.items()}
+    return obj
+
+
+def fields(cls: type) -> tuple[str, ...]:
+    return cls.__record_fields__
