@@ -184,6 +184,14 @@ def _stderr_usable() -> bool:
         return False
 
 
+def _pdeathsig_wrapper() -> str | None:
+    """util-linux's setpriv, when the machine has it (Python has no prctl of its own)."""
+    for cand in ("/usr/bin/setpriv", "/bin/setpriv"):
+        if os.access(cand, os.X_OK):
+            return cand
+    return None
+
+
 def _run(argv: list[str], env: Mapping[str, str], sink_factory: Callable[[], Sink] | None) -> tuple[int, int]:
     if not argv:
         _err("annotate: no program given")
@@ -192,6 +200,13 @@ def _run(argv: list[str], env: Mapping[str, str], sink_factory: Callable[[], Sin
     if path is None:
         _err(f"{argv[0]}: command not found")
         return 127, 0
+    spawn_path, spawn_argv = path, argv
+    reaper = _pdeathsig_wrapper()
+    if reaper and argv[0] == path:
+        # The program dies with the guard, as it would if the guard had exec'd it: a SIGKILL to
+        # the guard must not leave the real shell running on (setpriv sets PR_SET_PDEATHSIG,
+        # which survives its exec of the program; the program's argv is unchanged).
+        spawn_path, spawn_argv = reaper, [reaper, "--pdeathsig", "KILL", "--", *argv]
     relay = sink_factory is not None and _stderr_usable()
     tty = relay and os.isatty(2)
     rfd = wfd = -1
@@ -212,8 +227,8 @@ def _run(argv: list[str], env: Mapping[str, str], sink_factory: Callable[[], Sin
         file_actions = [(os.POSIX_SPAWN_DUP2, wfd, 2)] if relay else []
         try:
             pid = os.posix_spawn(
-                path,
-                argv,
+                spawn_path,
+                spawn_argv,
                 env,
                 file_actions=file_actions,
                 setsigmask=fwd.original_mask,
