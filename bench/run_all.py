@@ -1,0 +1,57 @@
+"""Every benchmark, one after the other, each printing its figures beside its baseline.
+
+    .venv/bin/python bench/run_all.py [--quick]
+
+- analysis_bench: in-process checks per second, median / p99 / max per command (shared corpus,
+  peers), the 1 MB and 500-deep cases;
+- shell_bench: guard-shell -c against bash -c, side by side: median added ms and ratio for a
+  trivial, a git-heavy and a python -c command; peak RSS of guard-shell -c true;
+- relay_bench: stderr relay throughput on 1 GiB against a direct redirect, latency per line,
+  peak RSS;
+- audit_bench: append cost, one writer and eight.
+
+Python files are byte-compiled first and the children run without PYTHONDONTWRITEBYTECODE, so a
+start-up figure measures guard, not the compiler. Measure a regular install (``pip install .``):
+an editable one adds its import hook (~10 ms) to every guard-shell start. ``--quick`` shrinks the
+1 GiB and the run counts for a smoke run.
+"""
+
+from __future__ import annotations
+
+import argparse
+import compileall
+import os
+import subprocess
+import sys
+from pathlib import Path
+
+HERE = Path(__file__).resolve().parent
+
+
+def main() -> None:
+    ap = argparse.ArgumentParser(description=__doc__.splitlines()[0])
+    ap.add_argument("--quick", action="store_true")
+    ns = ap.parse_args()
+    import guard
+
+    pkg = Path(guard.__file__).resolve().parent
+    compileall.compile_dir(str(pkg), quiet=1)
+    env = {k: v for k, v in os.environ.items() if k != "PYTHONDONTWRITEBYTECODE"}
+    editable = not str(pkg).startswith(sys.prefix)
+    print(f"guard from {pkg} ({'editable: start-up figures include the import hook' if editable else 'installed'})")
+    print(f"python {sys.version.split()[0]}, {os.cpu_count()} CPUs, load average {os.getloadavg()[0]:.1f}\n")
+    runs = [
+        ("analysis", [str(HERE / "analysis_bench.py")] + (["--limit", "3000"] if ns.quick else [])),
+        ("guard-shell vs bash", [str(HERE / "shell_bench.py"), "--runs", "10" if ns.quick else "30"]),
+        ("stderr relay", [str(HERE / "relay_bench.py"), "--size", "64M" if ns.quick else "1G",
+                          "--runs", "1" if ns.quick else "3"]),
+        ("audit log", [str(HERE / "audit_bench.py")] + (["--records", "1000"] if ns.quick else [])),
+    ]
+    for title, args in runs:
+        print(f"== {title} " + "=" * max(0, 70 - len(title)), flush=True)
+        subprocess.run([sys.executable, *args], env=env, check=False)
+        print(flush=True)
+
+
+if __name__ == "__main__":
+    main()
