@@ -94,7 +94,8 @@ def test_rotation_under_concurrency_loses_nothing(tmp_path: Path) -> None:
     _run(path, writers, records, {"GUARD_AUDIT_MAX_BYTES": "300000", "GUARD_AUDIT_KEEP": "0"})
     rotated = [Path(p) for p in log.rotated_files(str(path))]
     assert len(rotated) >= 5, "the test should rotate many times"
-    found = _check([*rotated, path], writers, records)
+    # the last append may itself have rotated the file away, leaving no live file behind
+    found = _check([*rotated, *([path] if path.exists() else [])], writers, records)
     # Every rotated file was full when renamed (a rotation is never repeated on a fresh file).
     assert all(os.path.getsize(p) >= 300000 for p in rotated)
     print(f"\naudit rotation: {writers} writers x {records} records, {len(rotated)} rotations; found {found}")
