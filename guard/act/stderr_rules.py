@@ -27,18 +27,22 @@ hash of their bytes, so running a command never imports yaml once the rules have
 
 from __future__ import annotations
 
-import hashlib
 import json
 import os
 import re
 import string
 from collections.abc import Iterable, Mapping
-from pathlib import Path
 
 from guard.record import dataclass, field
 
+try:  # the built-in module: hashlib loads OpenSSL (~3 ms) on the path of every command with stderr
+    from _sha256 import sha256
+except ImportError:  # pragma: no cover - other Pythons
+    from hashlib import sha256  # type: ignore[assignment]
+
 TYPE_CHECKING = False
-if TYPE_CHECKING:  # typing costs ~2-7 ms to import on the command path
+if TYPE_CHECKING:  # typing and pathlib cost ~2-7 ms to import on the command path
+    from pathlib import Path
     from typing import Any
 
 SCHEMA = "stderr-rules/1"
@@ -94,24 +98,48 @@ class StderrRule:
 # --------------------------------------------------------------------------- locating files
 
 
-def shipped_dir() -> Path | None:
-    here = Path(__file__).resolve().parent
-    for cand in (here.parent.parent / "rules" / "stderr", here.parent / "rules" / "stderr"):
-        if cand.is_dir():
+def _shipped_dir_str() -> str | None:
+    here = os.path.dirname(os.path.realpath(__file__))  # guard/act
+    guard_dir = os.path.dirname(here)
+    for cand in (os.path.join(os.path.dirname(guard_dir), "rules", "stderr"), os.path.join(guard_dir, "rules", "stderr")):
+        if os.path.isdir(cand):
             return cand
     return None
 
 
+def shipped_dir() -> Path | None:
+    from pathlib import Path
+
+    d = _shipped_dir_str()
+    return Path(d) if d is not None else None
+
+
 def default_paths(env: Mapping[str, str]) -> list[str]:
     paths: list[str] = []
-    d = shipped_dir()
+    d = _shipped_dir_str()
     if d is not None:
-        paths.append(str(d))
+        paths.append(d)
     paths.extend(p for p in env.get("GUARD_RULES", "").split(":") if p)
     return paths
 
 
+def _expand_str(paths: Iterable[str | os.PathLike[str]]) -> list[str]:
+    """``expand`` with ``os`` alone (pathlib costs ~4 ms to import, on every command with stderr)."""
+    out: list[str] = []
+    for p in paths:
+        p = os.fspath(p)
+        if os.path.isdir(p):
+            found = [os.path.join(d, n) for d, _, names in os.walk(p) for n in names
+                     if n.endswith((".yaml", ".yml")) and os.path.isfile(os.path.join(d, n))]
+            out.extend(sorted(found))
+        else:
+            out.append(p)
+    return out
+
+
 def expand(paths: Iterable[str | os.PathLike[str]]) -> list[Path]:
+    from pathlib import Path
+
     out: list[Path] = []
     for p in paths:
         path = Path(p)
@@ -153,9 +181,10 @@ def load_with_problems(
     rules: list[StderrRule] = []
     problems: list[str] = []
     seen: dict[str, str] = {}
-    for path in expand(paths):
+    for path in _expand_str(paths):
         try:
-            raw = path.read_bytes()
+            with open(path, "rb") as fh:
+                raw = fh.read()
         except OSError as e:
             problems.append(f"{path}: cannot read stderr rules: {e.strerror or e}")
             continue
@@ -182,26 +211,28 @@ def _warn(msg: str) -> None:
         pass
 
 
-def cache_dir(env: Mapping[str, str]) -> Path:
+def cache_dir(env: Mapping[str, str]) -> str:
     base = env.get("XDG_CACHE_HOME") or os.path.join(env.get("HOME") or os.path.expanduser("~"), ".cache")
-    return Path(base) / "guard" / "stderr-rules"
+    return os.path.join(base, "guard", "stderr-rules")
 
 
-def _parsed(path: Path, raw: bytes, env: Mapping[str, str], use_cache: bool) -> dict[str, Any]:
-    key = hashlib.sha256(SCHEMA.encode() + b"\0" + str(path).encode() + b"\0" + raw).hexdigest()
-    cfile = cache_dir(env) / f"{key}.json"
+def _parsed(path: str, raw: bytes, env: Mapping[str, str], use_cache: bool) -> dict[str, Any]:
+    key = sha256(SCHEMA.encode() + b"\0" + str(path).encode() + b"\0" + raw).hexdigest()
+    cfile = os.path.join(cache_dir(env), f"{key}.json")
     if use_cache:
         try:
-            return json.loads(cfile.read_text("utf-8"))
+            with open(cfile, encoding="utf-8") as fh:
+                return json.loads(fh.read())
         except (OSError, ValueError):
             pass
     rules, problems = parse_text(raw.decode("utf-8", "replace"), str(path))
     data = {"rules": rules, "problems": problems}
     if use_cache:
         try:
-            cfile.parent.mkdir(parents=True, exist_ok=True)
-            tmp = cfile.with_suffix(f".{os.getpid()}.tmp")
-            tmp.write_text(json.dumps(data), "utf-8")
+            os.makedirs(os.path.dirname(cfile), exist_ok=True)
+            tmp = f"{cfile[:-5]}.{os.getpid()}.tmp"
+            with open(tmp, "w", encoding="utf-8") as fh:
+                fh.write(json.dumps(data))
             os.replace(tmp, cfile)
         except OSError:
             pass
