@@ -54,7 +54,15 @@ def annotations(stderr: bytes) -> list[bytes]:
 
 
 def tool(name: str) -> str | None:
-    return os.environ.get(f"GUARD_TEST_{name.upper()}") or shutil.which(name)
+    """The tool's path when it is installed and runs (a rustup proxy with no toolchain does not)."""
+    path = os.environ.get(f"GUARD_TEST_{name.upper()}") or shutil.which(name)
+    if path is None:
+        return None
+    try:
+        ok = subprocess.run([path, "--version"], capture_output=True, timeout=60).returncode == 0
+    except (OSError, subprocess.TimeoutExpired):
+        ok = False
+    return path if ok else None
 
 
 def record(name: str, stderr: bytes, how: str, expect: str, port: int, tmp: Path, in_tree: bool = False) -> None:
