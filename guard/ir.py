@@ -228,7 +228,8 @@ class Invocation:
     such as ``"alias g"``, ``"bash -c"``, ``"find -exec"``. ``stdin`` is the literal text fed on
     standard input when known (heredoc, here-string, ``echo … |``). ``pipe_to`` holds the argv of
     the commands this one's stdout is piped into, in order. ``writes`` are the resolved targets of
-    output redirections. ``var_refs`` are the variable names the command expands when run.
+    output redirections, ``reads`` those of input redirections. ``var_refs`` are the variable
+    names the command expands when run.
     """
 
     program: str
@@ -242,6 +243,8 @@ class Invocation:
     var_refs: tuple[str, ...] = ()
     pos: tuple[int, int] = (0, 0)
     lang: str = "sh"
+    reads: tuple[str, ...] = ()  # files opened by input redirections (< FILE)
+    removed: tuple[str, ...] = ()  # paths the command deleted before this one ran (rm -rf x/.git)
     facts: dict[str, Any] = field(default_factory=dict)
 
 

@@ -60,4 +60,7 @@ def trivially_allowed(
     if env is not None and f"BASH_FUNC_{first}%%" in env:
         return False
     lowered = command.lower()
-    return not any(w in lowered for w in WATCHED)
+    if any(w in lowered for w in WATCHED):
+        return False
+    # a glob may expand to a credential store (cat /root/.n?trc): only plain names in the cwd
+    return not any(("*" in w or "?" in w) and (w[0] in "./" or "/" in w) for w in words)

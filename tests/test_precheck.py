@@ -55,7 +55,8 @@ def test_same_verdict_on_the_shared_corpus_sample() -> None:
     assert n > 100
 
 
-@pytest.mark.parametrize("cmd", ["ls -la", "pytest -q tests/", "cat README.md", "true", "grep -rn TODO src", "mkdir -p build/out"])
+@pytest.mark.parametrize("cmd", ["ls -la", "pytest -q tests/", "cat README.md", "true", "grep -rn TODO src", "mkdir -p build/out",
+                                 "ls *.py", "wc -l test_?.py"])
 def test_plain_commands_pass(cmd: str) -> None:
     assert trivially_allowed(cmd)
 
@@ -64,7 +65,8 @@ def test_plain_commands_pass(cmd: str) -> None:
     "cmd",
     ["git status", "ls; git push", "cat ~/.netrc", "echo $GITHUB_TOKEN", "grep -r ghp_ .", "cp -r /tmp/r .", "env",
      "ls | sh", "echo 'x'", "mkdir .git", "cat /proc/1/environ", "./run.sh", "FOO=1 ls", "ls $(which git)", "g\\it push",
-     "cat x > y", "ls\ngit push", "echo hi && make"],
+     "cat x > y", "ls\ngit push", "echo hi && make", "cat /root/.n?trc", "ls /root/.config/g?", "cat .n*",
+     "cat /pr*/1/environ"],
 )
 def test_anything_that_might_matter_gets_the_full_analysis(cmd: str) -> None:
     assert not trivially_allowed(cmd)

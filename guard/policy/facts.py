@@ -138,8 +138,8 @@ def git_facts(inv: Invocation, world: World) -> dict:
             i += 1
         elif a in GIT_GLOBAL_WITH_ARG:
             i += 2
-        elif a in GIT_INFO or a.startswith("--exec-path=") or a.startswith("--list-cmds"):
-            info = True
+        elif a in GIT_INFO or a.startswith("--list-cmds"):
+            info = True  # git prints and exits: --help push shows push's page, runs nothing
             i += 1
         elif a.startswith("-"):
             i += 1
@@ -170,7 +170,7 @@ def git_facts(inv: Invocation, world: World) -> dict:
         "flags": flags,
         "repo": repo,
         "repo_path": repo_path,
-        "info": info and sub is None,
+        "info": info,
         "configs": configs,
         "url_arg": any(is_url(p) for p in pos),
     }
@@ -192,6 +192,9 @@ def git_facts(inv: Invocation, world: World) -> dict:
         dest = ops[0] if ops else "."
     elif sub == "bundle" and pos[:1] == ["create"] and len(pos) > 1:
         dest = pos[1]
+    elif sub == "worktree" and pos[:1] == ["add"]:
+        ops = _operands(rest[1:], frozenset({"-b", "-B", "--reason"}))
+        dest = ops[0] if ops else None  # a linked work tree holds a .git file
     elif sub == "config":
         facts["config_read"] = bool(flags & CONFIG_READ) or (pos[:1] and pos[0] in ("get", "list")) or (
             len(pos) == 1 and not flags & {"--unset", "--unset-all", "--add", "--replace-all", "--remove-section", "--rename-section", "-e", "--edit"})
@@ -256,7 +259,8 @@ def gh_api(args: list[str], world: World) -> dict:
     method = None
     fields = False
     endpoint = None
-    query = ""
+    queries: list[str] = []
+    opaque_body = False  # --input FILE, -F query=@file: a body guard cannot read
     i = 1
     while i < len(args):
         a = args[i]
@@ -269,14 +273,20 @@ def gh_api(args: list[str], world: World) -> dict:
             method = a.split("=", 1)[1].upper()
         elif a.startswith("-X") and len(a) > 2:
             method = a[2:].upper()
-        elif a in ("-f", "-F", "--field", "--raw-field", "--input"):
+        elif a in ("-f", "-F", "--field", "--raw-field", "--input") or (
+                a[:2] in ("-f", "-F") and len(a) > 2) or a.startswith(("--field=", "--raw-field=", "--input=")):
             fields = True
-            if nxt.startswith("query="):
-                query = nxt
-            i += 2
+            if a in ("-f", "-F", "--field", "--raw-field", "--input"):
+                value, i = nxt, i + 2
+            else:
+                value, i = (a.split("=", 1)[1] if a.startswith("--") else a[2:]), i + 1
+            if a.startswith("--input"):
+                opaque_body = True
+            elif value.startswith("query="):
+                q = value[6:]
+                opaque_body = opaque_body or q.startswith("@")
+                queries.append(q)
             continue
-        elif a.startswith(("--field=", "--raw-field=", "--input=")):
-            fields = True
         elif a in ("-H", "--header", "-q", "--jq", "-t", "--template", "--hostname", "-p", "--preview", "--cache"):
             i += 2
             continue
@@ -289,7 +299,8 @@ def gh_api(args: list[str], world: World) -> dict:
         method = "POST" if fields else "GET"
     write = method not in ("GET", "HEAD")
     if graphql:
-        write = "mutation" in query or (UNKNOWN in query)
+        # a GraphQL body is a write when it holds a mutation, or when guard cannot read it
+        write = opaque_body or any("mutation" in q or UNKNOWN in q for q in queries)
     return {"http_write": write, "http_method": method, "github": True, "endpoint": endpoint,
             "http_path": "/" + endpoint.lstrip("/"), "graphql": graphql}
 
@@ -307,43 +318,63 @@ CURL_WITH_ARG = frozenset(
 CURL_DATA = frozenset("-d --data --data-raw --data-binary --data-ascii --data-urlencode --json -F --form --form-string".split())
 
 
+CURL_SHORT_WITH_ARG = frozenset("XHdFouAebcTwmKxrEYyzUQ")
+
+
+def _curl_options(args: tuple[str, ...]) -> list[tuple[str, str | None]]:
+    """curl's argv as (option, value) pairs, clusters split (``-sd x`` → ``-s``, ``-d x``;
+    ``-sXPOST`` → ``-s``, ``-X POST``); operands come as ("", operand)."""
+    out: list[tuple[str, str | None]] = []
+    i = 0
+    while i < len(args):
+        a = args[i]
+        i += 1
+        if a.startswith("--"):
+            name, eq, val = a.partition("=")
+            if eq:
+                out.append((name, val))
+            elif name in CURL_WITH_ARG:
+                out.append((name, args[i] if i < len(args) else ""))
+                i += 1
+            else:
+                out.append((name, None))
+        elif a.startswith("-") and len(a) > 1:
+            for j, ch in enumerate(a[1:], start=1):
+                if ch in CURL_SHORT_WITH_ARG:
+                    val = a[j + 1 :]
+                    if not val:
+                        val = args[i] if i < len(args) else ""
+                        i += 1
+                    out.append(("-" + ch, val))
+                    break
+                out.append(("-" + ch, None))
+        else:
+            out.append(("", a))
+    return out
+
+
 def curl_facts(inv: Invocation) -> dict:
-    args = inv.argv[1:]
     method = None
     urls: list[str] = []
     data = False
     body = ""
     get = False
-    i = 0
-    while i < len(args):
-        a = args[i]
-        nxt = args[i + 1] if i + 1 < len(args) else ""
-        if a in ("-X", "--request"):
-            method = nxt.upper()
-        elif a.startswith("-X") and len(a) > 2 and not a.startswith("--"):
-            method = a[2:].upper()
-        elif a.startswith("--request="):
-            method = a.split("=", 1)[1].upper()
-        elif a in CURL_DATA:
+    for opt, val in _curl_options(tuple(inv.argv[1:])):
+        if opt == "":
+            urls.append(val or "")
+        elif opt in ("-X", "--request"):
+            method = (val or "").upper()
+        elif opt in CURL_DATA:
             data = True
-            body += nxt
-        elif a.startswith(("--data=", "--data-raw=", "--json=", "--data-binary=")) or (a.startswith("-d") and len(a) > 2 and not a.startswith("--")):
-            data = True
-            body += a.split("=", 1)[1] if a.startswith("--") else a[2:]
-        elif a in ("-T", "--upload-file"):
+            body += val or ""
+        elif opt in ("-T", "--upload-file"):
             method = method or "PUT"
-        elif a in ("-G", "--get"):
+        elif opt in ("-G", "--get"):
             get = True
-        elif a in ("-I", "--head"):
+        elif opt in ("-I", "--head"):
             method = method or "HEAD"
-        elif a == "--url":
-            urls.append(nxt)
-        if a in CURL_WITH_ARG:
-            i += 2
-            continue
-        if not a.startswith("-"):
-            urls.append(a)
-        i += 1
+        elif opt == "--url":
+            urls.append(val or "")
     if method is None:
         method = "GET" if (get or not data) else "POST"
     return {"http_method": method, "urls": urls, "body": body}
@@ -468,7 +499,6 @@ CRED_RE = re.compile(
     r"(^|/)\.git-credentials$|(^|/)\.config/git/credentials$|(^|/)\.config/gh(/|$)|(^|/)[._]netrc$|"
     r"^/proc/[^/]+/environ$|(^|/)hosts\.yml$"
 )
-CRED_HINT = re.compile(r"credentials|netrc|environ|gh|hosts\.yml")
 MENTION_ONLY = frozenset({"echo", "printf", "unset", ":", "true", "rm"})
 
 
@@ -487,21 +517,37 @@ def token_facts(inv: Invocation, world: World) -> dict:
         for nxt in inv.pipe_to:
             if nxt and nxt[0].rsplit("/", 1)[-1] in SEARCHERS and any(TOKENISH.search(a) for a in nxt[1:]):
                 facts["env_search"] = True
-    if prog not in MENTION_ONLY:
-        home = world.home
-        for a in args:
-            if not CRED_HINT.search(a):
-                continue
-            a2 = paths.expand_tilde(a, home)
-            if CRED_RE.search(a2.replace(UNKNOWN, "x").rstrip("/")) or CRED_RE.search(a2.split("=", 1)[-1]):
-                if "hosts.yml" in a2 and ".config/gh" not in a2:
-                    continue
-                facts["cred_store"] = True
-                break
+    if prog not in MENTION_ONLY and any(_is_cred_store(a, inv.cwd, world) for a in (*args, *inv.reads)):
+        facts["cred_store"] = True
     if prog in SEARCHERS or (prog == "git" and "grep" in args[:3]):
         if any(TOKEN_PATTERNS.search(a) for a in args):
             facts["token_grep"] = True
     return facts
+
+
+CRED_TEMPLATES = ("~/.git-credentials", "~/.config/git/credentials", "~/.config/gh", "~/.config/gh/hosts.yml",
+                  "~/.netrc", "~/_netrc", "/proc/1/environ", "/proc/self/environ")
+
+
+def _is_cred_store(arg: str, cwd: str, world: World) -> bool:
+    """Does ``arg`` (an operand, or a redirect target) name a credential store? Relative paths
+    count from the cwd (``cd /proc/1 && cat environ``), ``..`` is folded, and a glob counts when
+    it could match one (``cat /pr*/1/environ``, ``cat ~/.n?trc``)."""
+    value = arg.split("=", 1)[-1] if arg.startswith("-") else arg
+    if not value or UNKNOWN in value.split("/")[0]:
+        return False
+    home = world.home
+    full = paths.join(cwd, value.replace(UNKNOWN, "x"), home) if not value.startswith(("-", "http")) else value
+    for cand in (value, full):
+        c = paths.expand_tilde(cand, home).rstrip("/")
+        if CRED_RE.search(c) and not ("hosts.yml" in c and ".config/gh" not in c):
+            return True
+    if any(ch in full for ch in "*?["):
+        from fnmatch import fnmatchcase
+
+        targets = [paths.expand_tilde(t, home) for t in CRED_TEMPLATES]
+        return any(fnmatchcase(t, full) for t in targets)
+    return False
 
 
 def _dumps_env(prog: str, args: tuple[str, ...]) -> bool:
@@ -529,13 +575,14 @@ def file_facts(inv: Invocation, world: World) -> dict:
     targets = list(inv.writes)
     prog = inv.program
     pos = [a for a in inv.argv[1:] if not a.startswith("-")]
+    sources, dest = _copy_operands(inv) if prog in COPIERS else ([], None)
     if prog in WRITERS:
         if prog == "dd":
             targets += [a[3:] for a in inv.argv[1:] if a.startswith("of=")]
         elif prog in ("tee", "touch", "mkdir", "truncate"):
             targets += pos
-        elif pos:
-            targets.append(_copy_dest(inv))
+        elif dest is not None:
+            targets.append(dest)
     for t in targets:
         if prog in ("rsync", "scp") and REMOTE_RE.match(t):
             continue  # host:path is on another machine
@@ -543,24 +590,22 @@ def file_facts(inv: Invocation, world: World) -> dict:
         if paths.has_component(full.replace(UNKNOWN, "x"), ".git") and where(full, world) == "tree":
             facts["dotgit_write"] = True
             facts["dest_path"] = full
-    if prog in COPIERS and len(pos) >= 2 and not REMOTE_RE.match(_copy_dest(inv)):
-        dest_dir = paths.join(inv.cwd, _copy_dest(inv), home)
-        for src in _operands(tuple(inv.argv[1:]), COPY_WITH_ARG)[:-1]:
-            if src.rstrip("/").rsplit("/", 1)[-1] == ".git" and where(dest_dir, world) == "tree":
-                facts["dotgit_write"] = True  # cp -r /tmp/r/.git . lands a .git in the tree
-                facts["dest_path"] = dest_dir.rstrip("/") + "/.git"
-
-        dest = paths.real(paths.join(inv.cwd, _copy_dest(inv), home))
-        if where(dest, world) == "tree":
+    if dest is not None and sources and not REMOTE_RE.match(dest):
+        dest_dir = paths.real(paths.join(inv.cwd, dest, home))
+        if where(dest_dir, world) == "tree":
             excl = " ".join(inv.argv).replace("'", "")
             excluded = prog == "rsync" and re.search(r"--exclude[= ]\.git\b|--exclude[= ]\*?/?\.git", excl) is not None
-            for src in pos[:-1] if "-t" not in inv.argv else pos[1:]:
+            for src in sources:
+                if src.rstrip("/").rsplit("/", 1)[-1] == ".git":
+                    facts["dotgit_write"] = True  # cp -r /tmp/r/.git . lands a .git in the tree
+                    facts["dest_path"] = dest_dir.rstrip("/") + "/.git"
+                    continue
                 s = paths.join(inv.cwd, src, home)
                 if UNKNOWN in s or any(c in s for c in "*?["):
                     continue
-                if _holds_repo(s) and not excluded:
+                if not excluded and _holds_repo(s, inv.removed):
                     facts["repo_copy"] = True
-                    facts["dest_path"] = dest
+                    facts["dest_path"] = dest_dir
     if prog in ("pip", "pip3", "uv") and "install" in inv.argv:
         argv = list(inv.argv)
         for j, a in enumerate(argv):
@@ -575,26 +620,58 @@ def file_facts(inv: Invocation, world: World) -> dict:
     return facts
 
 
-def _copy_dest(inv: Invocation) -> str:
+def _copy_operands(inv: Invocation) -> tuple[list[str], str | None]:
+    """(sources, destination) of cp / mv / ln / install / rsync: ``-t DIR`` and
+    ``--target-directory=DIR`` name the destination; ``ln -s SRC`` alone links into the cwd."""
     argv = inv.argv
+    target = None
     for j, a in enumerate(argv):
         if a in ("-t", "--target-directory") and j + 1 < len(argv):
-            return argv[j + 1]
-        if a.startswith("--target-directory="):
-            return a.split("=", 1)[1]
-    pos = [a for a in argv[1:] if not a.startswith("-")]
-    return pos[-1] if pos else "."
+            target = argv[j + 1]
+        elif a.startswith("--target-directory="):
+            target = a.split("=", 1)[1]
+    ops = _operands(tuple(argv[1:]), COPY_WITH_ARG)
+    if target is not None:
+        return [o for o in ops if o != target], target
+    if len(ops) >= 2:
+        return ops[:-1], ops[-1]
+    if len(ops) == 1 and inv.program == "ln":
+        return ops, ops[0].rstrip("/").rsplit("/", 1)[-1] or "."
+    return [], None
 
 
-def _holds_repo(path: str) -> bool:
+def _holds_repo(path: str, removed: tuple[str, ...] = (), depth: int = 3) -> bool:
+    """Whether copying ``path`` copies a repository: a ``.git`` in it, up to ``depth`` levels
+    down, that the command has not deleted first (``rm -rf /tmp/x/.git && cp -r /tmp/x .``)."""
     import os
 
+    gone = {r.rstrip("/") for r in removed}
+
+    def deleted(p: str) -> bool:
+        return any(p == g or p.startswith(g + "/") for g in gone)
+
     if path.rstrip("/").endswith("/.git"):
-        return True
-    try:
-        return os.path.exists(os.path.join(path, ".git"))
-    except (OSError, ValueError):
-        return False
+        return not deleted(path.rstrip("/"))
+    budget = [2000]
+
+    def walk(d: str, level: int) -> bool:
+        try:
+            with os.scandir(d) as it:
+                entries = list(it)
+        except (OSError, ValueError):
+            return False
+        for e in entries:
+            budget[0] -= 1
+            if budget[0] < 0:
+                return False
+            if e.name == ".git" and not deleted(e.path):
+                return True
+        if level >= depth:
+            return False
+        return any(e.is_dir(follow_symlinks=False) and not deleted(e.path) and walk(e.path, level + 1)
+                   for e in entries if e.name not in ("node_modules", ".venv"))
+
+    return not deleted(path.rstrip("/")) and walk(path, 0)
 
 
 # ----------------------------------------------------------------------------- all

@@ -150,10 +150,19 @@ def _files_fast(extra: tuple[str, ...], config_path: str | None) -> list[str] | 
         if os.path.isdir(p):
             return None
         if os.path.exists(p):
-            files.append(os.path.normpath(p) if p not in (".", "") else p)
+            files.append(_as_path_str(p))
     if config_path:
-        files.append(config_path)
+        files.append(_as_path_str(config_path))
     return files
+
+
+def _as_path_str(p: str) -> str:
+    """``str(Path(p))`` without pathlib: duplicate slashes and ``.`` parts go, ``..`` stays
+    (folding it would change what a symlinked folder means). Keeps the cache key the same as the
+    full path's."""
+    lead = "//" if p.startswith("//") and not p.startswith("///") else ("/" if p.startswith("/") else "")
+    parts = [x for x in p.split("/") if x not in ("", ".")]
+    return lead + "/".join(parts) if (lead or parts) else "."
 
 
 

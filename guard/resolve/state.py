@@ -22,6 +22,7 @@ class State:
     exported: dict[str, str | None] = field(default_factory=dict)  # assigned+exported in the command
     files: dict[str, str] = field(default_factory=dict)  # path → content written by the command
     git_aliases: dict[str, str] = field(default_factory=dict)  # defined by `git config alias.X`
+    removed: set[str] = field(default_factory=set)  # paths rm'd earlier in the command
 
     def copy(self) -> State:
         return State(
@@ -34,6 +35,7 @@ class State:
             exported=dict(self.exported),
             files=self.files,  # shared on purpose: a file written in a subshell exists after it
             git_aliases=self.git_aliases,  # git config writes a file: it outlives the subshell too
+            removed=self.removed,  # so does a deletion
         )
 
 

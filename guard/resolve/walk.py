@@ -45,6 +45,7 @@ class Walker:
         self.ctx = ctx
         self.sink = sink
         self.stdin_used: str | None = None  # what the last simple command read on stdin
+        self.reads: list[str] = []  # input-redirection paths of the simple command being walked
 
     # ------------------------------------------------------------------ nodes
 
@@ -63,7 +64,7 @@ class Walker:
             for item in n.items:
                 self.node(item, st, fr)
         elif isinstance(n, Subshell):
-            self.redirects(n.redirects, st, fr)
+            self.compound_redirects(n.redirects, st, fr)
             self.node(n.body, st.copy(), fr, stdin)
         elif isinstance(n, Group):
             self.group(n, st, fr, stdin)
@@ -71,8 +72,19 @@ class Walker:
             st.functions[n.name] = n
         return None
 
+    def compound_redirects(self, rs: tuple[Redirect, ...], st: State, fr: Frame) -> None:
+        """Redirections on a loop, group or subshell: a file they read is still read
+        (``while read l; do …; done < ~/.git-credentials``), so it becomes an invocation."""
+        outer, self.reads = self.reads, []
+        try:
+            self.redirects(rs, st, fr)
+            if self.reads:
+                self.emit(("<", *self.reads), st, fr, {}, None, (), [], (0, 0), program="<redirect>")
+        finally:
+            self.reads = outer
+
     def group(self, n: Group, st: State, fr: Frame, stdin: str | None) -> None:
-        self.redirects(n.redirects, st, fr)
+        self.compound_redirects(n.redirects, st, fr)
         items: list[str] = []
         for w in n.words:
             items.extend(self.expand(w, st, fr))
@@ -117,6 +129,13 @@ class Walker:
         return flow
 
     def simple(self, n: Simple, st: State, fr: Frame, stdin: str | None) -> tuple[str, ...] | None:
+        outer_reads, self.reads = self.reads, []
+        try:
+            return self._simple(n, st, fr, stdin)
+        finally:
+            self.reads = outer_reads
+
+    def _simple(self, n: Simple, st: State, fr: Frame, stdin: str | None) -> tuple[str, ...] | None:
         refs: list[str] = []
         # assignments: values are expanded (their substitutions run) in order
         assigned: dict[str, str | list[str] | None] = {}
@@ -170,6 +189,9 @@ class Walker:
         builtins.apply(argv, st)  # after the emit, so `cd X` itself runs where it was typed
         if writes:
             self.remember_written(tuple(argv), stdin, writes, st)
+        if final and final[0].rsplit("/", 1)[-1] in ("rm", "rmdir"):
+            home = str(st.vars.get("HOME") or "/root")
+            st.removed.update(paths.join(st.cwd, a, home) for a in final[1:] if not a.startswith("-"))
         return final
 
     def remember_written(self, argv: tuple[str, ...], stdin: str | None, writes: tuple[str, ...], st: State) -> None:
@@ -283,8 +305,11 @@ class Walker:
                 stdin = target + "\n"
             elif r.op in OUTPUT_OPS and not target.isdigit() and target != "-":
                 writes.append(paths.join(st.cwd, target, str(st.vars.get("HOME") or "/root")))
-            elif r.op == "<" and (r.fd in (None, 0)):
-                stdin = st.files.get(paths.join(st.cwd, target))
+            elif r.op in ("<", "<>") or (r.op == "<&" and not target.isdigit() and target != "-"):
+                full = paths.join(st.cwd, target, str(st.vars.get("HOME") or "/root"))
+                self.reads.append(full)
+                if r.fd in (None, 0):
+                    stdin = st.files.get(full)
         return tuple(writes), stdin
 
     # ------------------------------------------------------------------ output
@@ -321,6 +346,8 @@ class Walker:
                 pos=pos,
                 lang=fr.lang,
                 facts=facts or {},
+                reads=tuple(self.reads),
+                removed=tuple(st.removed),
             )
         )
 

@@ -63,6 +63,12 @@ def _is_set_by_default(name: str) -> bool:
 
 
 def param_value(p: Param, st: State, subst: SubstFn, refs: list[str]) -> list[str] | str:
+    if p.op == "!" and p.index is None and p.arg is None:
+        # ${!v}: the variable named by v's value
+        target = _lookup(Param(p.name, p.quoted), st, refs)
+        if isinstance(target, str) and target and UNKNOWN not in target:
+            return _lookup(Param(target, p.quoted), st, refs)
+        return UNKNOWN
     if p.length:
         refs.append(p.name)
         return UNKNOWN

@@ -66,28 +66,42 @@ def _env(argv: tuple[str, ...]) -> Inner | None:
     i, env, cwd = 1, {}, None
     while i < len(argv):
         a = argv[i]
-        if a in ("-i", "--ignore-environment", "-0", "--null", "-v", "--debug", "-"):
-            i += 1
-        elif a in ("-u", "--unset"):
-            env[argv[i + 1] if i + 1 < len(argv) else ""] = None
-            i += 2
-        elif a.startswith("--unset="):
-            i += 1
-        elif a in ("-C", "--chdir"):
-            cwd = argv[i + 1] if i + 1 < len(argv) else None
-            i += 2
-        elif a.startswith("--chdir="):
-            cwd = a.split("=", 1)[1]
-            i += 1
-        elif a in ("-S", "--split-string") or a.startswith("-S") or a.startswith("--split-string="):
-            s = a[2:] if a.startswith("-S") and len(a) > 2 else (
-                a.split("=", 1)[1] if "=" in a else (argv[i + 1] if i + 1 < len(argv) else ""))
-            rest = argv[i + (1 if (len(a) > 2 and a.startswith("-S")) or "=" in a else 2):]
-            return Inner("env -S", shell=" ".join([s, *map(_q, rest)]), env=env, cwd=cwd)
-        elif a == "--":
+        if a == "--":
             i += 1
             break
-        elif a.startswith("-") and not a.startswith("--"):
+        if a.startswith("--"):
+            name, eq, val = a.partition("=")
+            takes = name in ("--unset", "--chdir", "--split-string")
+            if takes and not eq:
+                val = argv[i + 1] if i + 1 < len(argv) else ""
+                i += 1
+            i += 1
+            if name == "--unset":
+                env[val] = None
+            elif name == "--chdir":
+                cwd = val
+            elif name == "--split-string":
+                return Inner("env -S", shell=" ".join([val, *map(_q, argv[i:])]), env=env, cwd=cwd)
+            continue
+        if a.startswith("-") and a != "-":
+            # a cluster of short options: -i, -0, -v take nothing; -u, -C, -S take the rest of
+            # the word or the next word (-iS "git push", -C/tmp)
+            i += 1
+            for j, ch in enumerate(a[1:], start=1):
+                if ch in "uCS":
+                    val = a[j + 1 :]
+                    if not val:
+                        val = argv[i] if i < len(argv) else ""
+                        i += 1
+                    if ch == "u":
+                        env[val] = None
+                    elif ch == "C":
+                        cwd = val
+                    else:
+                        return Inner("env -S", shell=" ".join([val, *map(_q, argv[i:])]), env=env, cwd=cwd)
+                    break
+            continue
+        if a == "-":
             i += 1
         elif "=" in a and not a.startswith("="):
             k, v = a.split("=", 1)
@@ -98,6 +112,30 @@ def _env(argv: tuple[str, ...]) -> Inner | None:
     if i >= len(argv):
         return None
     return Inner("env", argv[i:], env=env, cwd=cwd)
+
+
+def _short_value(argv: tuple[str, ...], letter: str, with_arg: str = "", long_names: tuple[str, ...] = ()) -> str | None:
+    """The value of option ``-letter`` wherever it stands: alone (``-c X``), at the end of a
+    cluster (``-lc X``, ``-qc X``) or attached (``-cX``); or of a long form (``--command=X``)."""
+    i = 1
+    while i < len(argv):
+        a = argv[i]
+        if a == "--":
+            return None
+        if a.startswith("--"):
+            name, eq, val = a.partition("=")
+            if name in long_names:
+                return val if eq else (argv[i + 1] if i + 1 < len(argv) else None)
+        elif a.startswith("-") and len(a) > 1:
+            for j, ch in enumerate(a[1:], start=1):
+                if ch == letter:
+                    return a[j + 1 :] or (argv[i + 1] if i + 1 < len(argv) else None)
+                if ch in with_arg:
+                    if j == len(a) - 1:
+                        i += 1  # its value is the next word
+                    break
+        i += 1
+    return None
 
 
 def _q(s: str) -> str:
@@ -125,10 +163,7 @@ def _sudo(argv: tuple[str, ...]) -> Inner | None:
     long_arg = {"--user", "--group", "--host", "--prompt", "--close-from", "--chdir", "--role",
                 "--type", "--other-user", "--command-timeout", "--chroot"}
     i = _skip_opts(argv, 1, with_arg, long_arg)
-    cwd = None
-    for j, a in enumerate(argv[1:i], start=1):
-        if a in ("-D", "--chdir") and j + 1 < len(argv):
-            cwd = argv[j + 1]
+    cwd = _short_value(argv[:i], "D", with_arg="ughpCrtUTR", long_names=("--chdir",))
     env = {}
     while i < len(argv) and "=" in argv[i] and not argv[i].startswith("="):
         k, v = argv[i].split("=", 1)
@@ -138,12 +173,19 @@ def _sudo(argv: tuple[str, ...]) -> Inner | None:
 
 
 def _su(argv: tuple[str, ...]) -> Inner | None:
-    for j, a in enumerate(argv):
-        if a in ("-c", "--command") and j + 1 < len(argv):
-            return Inner("su -c", shell=argv[j + 1])
-        if a.startswith("--command="):
-            return Inner("su -c", shell=a.split("=", 1)[1])
-    return None
+    code = _short_value(argv, "c", with_arg="sgGw", long_names=("--command", "--session-command"))
+    return Inner("su -c", shell=code) if code is not None else None
+
+
+def _taskset(argv: tuple[str, ...]) -> Inner | None:
+    """taskset [-c] [-a] MASK|LIST CMD…; with -p it acts on a pid and runs nothing."""
+    i = 1
+    while i < len(argv) and argv[i].startswith("-"):
+        if "p" in argv[i][1:] and not argv[i].startswith("--"):
+            return None
+        i += 1
+    i += 1  # the mask or CPU list
+    return Inner("taskset", argv[i:]) if i < len(argv) else None
 
 
 def _timeout(argv: tuple[str, ...]) -> Inner | None:
@@ -153,9 +195,9 @@ def _timeout(argv: tuple[str, ...]) -> Inner | None:
 
 
 def _flock(argv: tuple[str, ...]) -> Inner | None:
-    for j, a in enumerate(argv):
-        if a in ("-c", "--command") and j + 1 < len(argv):
-            return Inner("flock -c", shell=argv[j + 1])
+    code = _short_value(argv, "c", with_arg="wE", long_names=("--command",))
+    if code is not None:
+        return Inner("flock -c", shell=code)
     i = _skip_opts(argv, 1, {"-w", "-E"}, {"--timeout", "--conflict-exit-code"})
     i += 1  # the lock file
     return Inner("flock", argv[i:]) if i < len(argv) else None
@@ -172,12 +214,8 @@ def _watch(argv: tuple[str, ...]) -> Inner | None:
 
 
 def _script(argv: tuple[str, ...]) -> Inner | None:
-    for j, a in enumerate(argv):
-        if a in ("-c", "--command") and j + 1 < len(argv):
-            return Inner("script -c", shell=argv[j + 1])
-        if a.startswith("--command="):
-            return Inner("script -c", shell=a.split("=", 1)[1])
-    return None
+    code = _short_value(argv, "c", with_arg="ETIOBmo", long_names=("--command",))
+    return Inner("script -c", shell=code) if code is not None else None
 
 
 def _xargs(argv: tuple[str, ...]) -> Inner | None:
@@ -296,7 +334,7 @@ WRAPPERS: dict[str, Callable[[tuple[str, ...]], Inner | None]] = {
     "setsid": _simple("setsid"),
     "flock": _flock,
     "ionice": _simple("ionice", {"-c", "-n", "-p"}, {"--class", "--classdata"}),
-    "taskset": _simple("taskset", set(), set()),
+    "taskset": _taskset,
     "chronic": _simple("chronic"),
     "unbuffer": _simple("unbuffer"),
     "caffeinate": _simple("caffeinate", {"-t", "-w"}),
