@@ -525,6 +525,8 @@ def token_facts(inv: Invocation, world: World) -> dict:
     return facts
 
 
+# Every credential-store path, relative or globbed, holds one of these (or a glob character).
+CRED_HINT = re.compile(r"cred|netrc|environ|gh|hosts|[*?\[]")
 CRED_TEMPLATES = ("~/.git-credentials", "~/.config/git/credentials", "~/.config/gh", "~/.config/gh/hosts.yml",
                   "~/.netrc", "~/_netrc", "/proc/1/environ", "/proc/self/environ")
 
@@ -533,6 +535,8 @@ def _is_cred_store(arg: str, cwd: str, world: World) -> bool:
     """Does ``arg`` (an operand, or a redirect target) name a credential store? Relative paths
     count from the cwd (``cd /proc/1 && cat environ``), ``..`` is folded, and a glob counts when
     it could match one (``cat /pr*/1/environ``, ``cat ~/.n?trc``)."""
+    if not CRED_HINT.search(arg):  # cheap gate: most operands name nothing of the kind
+        return False
     value = arg.split("=", 1)[-1] if arg.startswith("-") else arg
     if not value or UNKNOWN in value.split("/")[0]:
         return False
