@@ -546,11 +546,14 @@ def _is_cred_store(arg: str, cwd: str, world: World) -> bool:
         c = paths.expand_tilde(cand, home).rstrip("/")
         if CRED_RE.search(c) and not ("hosts.yml" in c and ".config/gh" not in c):
             return True
-    if any(ch in full for ch in "*?["):
-        from fnmatch import fnmatchcase
+    cut = min((i for i in (full.find("*"), full.find("?"), full.find("[")) if i >= 0), default=-1)
+    if cut >= 0:
+        head = full[:cut]
+        targets = [t for t in (paths.expand_tilde(t, home) for t in CRED_TEMPLATES) if t.startswith(head)]
+        if targets:  # only a glob whose literal start leads to a store is worth matching
+            from fnmatch import fnmatchcase
 
-        targets = [paths.expand_tilde(t, home) for t in CRED_TEMPLATES]
-        return any(fnmatchcase(t, full) for t in targets)
+            return any(fnmatchcase(t, full) for t in targets)
     return False
 
 
