@@ -245,6 +245,7 @@ class Invocation:
     lang: str = "sh"
     reads: tuple[str, ...] = ()  # files opened by input redirections (< FILE)
     removed: tuple[str, ...] = ()  # paths the command deleted before this one ran (rm -rf x/.git)
+    cloned: tuple[str, ...] = ()  # repositories the command cloned or created before this one ran
     facts: dict[str, Any] = field(default_factory=dict)
 
 

@@ -610,7 +610,10 @@ def file_facts(inv: Invocation, world: World) -> dict:
                 s = paths.join(inv.cwd, src, home)
                 if UNKNOWN in s or any(c in s for c in "*?["):
                     continue
-                if not excluded and _holds_repo(s, inv.removed):
+                gone = {r.rstrip("/") for r in inv.removed}
+                made = any((s == c or c.startswith(s.rstrip("/") + "/")) and c not in gone and c + "/.git" not in gone
+                           for c in inv.cloned)
+                if not excluded and (made or _holds_repo(s, inv.removed)):
                     facts["repo_copy"] = True
                     facts["dest_path"] = dest_dir
     if prog in ("pip", "pip3", "uv") and "install" in inv.argv:

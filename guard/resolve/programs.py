@@ -136,6 +136,31 @@ def _project_runner(
     return True
 
 
+def repository_made(argv: tuple[str, ...], st: State) -> str | None:
+    """The folder a ``git clone URL [DIR]`` or ``git init [DIR]`` creates (with its .git), so a
+    later copy of it in the same command is known to copy a repository."""
+    from guard.resolve.gitalias import split_global
+
+    _, i = split_global(argv)
+    if i >= len(argv) or argv[i] not in ("clone", "init"):
+        return None
+    ops = [a for a in argv[i + 1 :] if not a.startswith("-")]
+    if argv[i] == "init":
+        target = ops[0] if ops else "."
+    elif len(ops) >= 2:
+        target = ops[1]
+    elif ops:
+        name = ops[0].rstrip("/").rsplit("/", 1)[-1].rsplit(":", 1)[-1]
+        target = name[:-4] if name.endswith(".git") else name
+    else:
+        return None
+    base = st.cwd
+    for j, a in enumerate(argv[1:i], start=1):
+        if a == "-C" and j + 1 < len(argv):
+            base = paths.join(base, argv[j + 1], _home(st))
+    return paths.join(base, target, _home(st))
+
+
 def _feed_xargs(argv: tuple[str, ...], stdin: str) -> tuple[str, ...]:
     """``echo push | xargs git``: the items xargs reads are known, so put them in place."""
     items = stdin.split()

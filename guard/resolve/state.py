@@ -23,6 +23,7 @@ class State:
     files: dict[str, str] = field(default_factory=dict)  # path → content written by the command
     git_aliases: dict[str, str] = field(default_factory=dict)  # defined by `git config alias.X`
     removed: set[str] = field(default_factory=set)  # paths rm'd earlier in the command
+    cloned: set[str] = field(default_factory=set)  # repositories git clone/init made earlier
 
     def copy(self) -> State:
         return State(
@@ -36,6 +37,7 @@ class State:
             files=self.files,  # shared on purpose: a file written in a subshell exists after it
             git_aliases=self.git_aliases,  # git config writes a file: it outlives the subshell too
             removed=self.removed,  # so does a deletion
+            cloned=self.cloned,  # and a clone
         )
 
 

@@ -192,6 +192,10 @@ class Walker:
         if final and final[0].rsplit("/", 1)[-1] in ("rm", "rmdir"):
             home = str(st.vars.get("HOME") or "/root")
             st.removed.update(paths.join(st.cwd, a, home) for a in final[1:] if not a.startswith("-"))
+        if final and final[0].rsplit("/", 1)[-1] == "git":
+            made = programs.repository_made(final, st)
+            if made:
+                st.cloned.add(made)
         return final
 
     def remember_written(self, argv: tuple[str, ...], stdin: str | None, writes: tuple[str, ...], st: State) -> None:
@@ -348,6 +352,7 @@ class Walker:
                 facts=facts or {},
                 reads=tuple(self.reads),
                 removed=tuple(st.removed),
+                cloned=tuple(st.cloned),
             )
         )
 
