@@ -3,8 +3,6 @@ and ``eval`` run code, interpreters run inline programs, scripts run their conte
 
 from __future__ import annotations
 
-import os
-
 from guard import paths
 from guard.ir import UNKNOWN
 from guard.resolve.state import State
@@ -420,4 +418,3 @@ def _mktemp(argv: tuple[str, ...], st: State | None) -> str:
     return base.rstrip("/") + "/" + name + UNKNOWN + "\n"
 
 
-__all__ = ["run", "output_of", "read_script", "os"]

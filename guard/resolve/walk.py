@@ -395,4 +395,3 @@ def initial_state(ctx: Context) -> State:
     return st
 
 
-__all__ = ["Walker", "Frame", "walk_script", "initial_state", "CmdSub"]

@@ -38,7 +38,7 @@ def _lookup(p: Param, st: State, refs: list[str]) -> list[str] | str:
     if name == "PWD":
         return st.cwd
     if name not in st.vars:
-        return UNKNOWN if not _is_set_by_default(name) else ""
+        return UNKNOWN  # unset here may be set where the command runs: unknown, not empty
     val = st.vars[name]
     if val is None:
         return UNKNOWN
@@ -56,10 +56,6 @@ def _lookup(p: Param, st: State, refs: list[str]) -> list[str] | str:
     if p.index:
         return UNKNOWN
     return val
-
-
-def _is_set_by_default(name: str) -> bool:
-    return False
 
 
 def param_value(p: Param, st: State, subst: SubstFn, refs: list[str]) -> list[str] | str:

@@ -20,7 +20,6 @@ class Inner:
     env: dict[str, str | None] = field(default_factory=dict)
     cwd: str | None = None
     keep_outer: bool = False  # the wrapper is a program in its own right (find, xargs)
-    placeholder: str | None = None  # find's / xargs' {} stands for this
 
 
 def basename(prog: str) -> str:
