@@ -18,14 +18,15 @@ if TYPE_CHECKING:  # collections.abc costs ~2 ms on the path this module exists 
 MAX_LEN = 2048
 
 # Programs that neither run another program nor write where a rule looks (no cp/mv/ln: they can
-# copy a repository in; no env/printenv/set: they can dump the environment).
+# copy a repository in; no env/printenv/set: they can dump the environment; no sed, sort, rg,
+# less: `sed 1e CMD`, `sort --compress-program`, `rg --pre` and `less` run programs).
 SAFE_PROGRAMS = frozenset(
     {
         "ls", "pwd", "cat", "head", "tail", "wc", "echo", "printf", "true", "false", "date", "whoami",
-        "id", "uname", "mkdir", "rmdir", "touch", "rm", "test", "sleep", "pytest", "sort", "uniq", "diff",
+        "id", "uname", "mkdir", "rmdir", "touch", "rm", "test", "sleep", "pytest", "uniq", "diff",
         "cmp", "tree", "nproc", "free", "df", "du", "stat", "file", "basename", "dirname", "realpath",
-        "readlink", "grep", "egrep", "fgrep", "rg", "sed", "cut", "tr", "seq", "hostname", "clear", "cd",
-        "nl", "less", "more", "which", "type", "cal", "ps", "uptime", "md5sum", "sha256sum", "od",
+        "readlink", "grep", "egrep", "fgrep", "cut", "tr", "seq", "hostname", "clear", "cd",
+        "nl", "which", "type", "cal", "ps", "uptime", "md5sum", "sha256sum", "od",
     }
 )
 

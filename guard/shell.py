@@ -383,7 +383,17 @@ def _read_all(fd: int) -> bytes:
 
 
 def _replace_stdin(data: bytes) -> None:
-    """Make fd 0 a fresh file holding ``data`` so the real shell reads exactly these bytes."""
+    """Make fd 0 hold exactly ``data`` for the real shell, of the same kind as before: a pipe
+    stays a pipe (a command bash runs that reads stdin takes what bash has not, as with bash
+    itself), a file stays a seekable file."""
+    import stat
+
+    try:
+        was_pipe = not stat.S_ISREG(os.fstat(0).st_mode)
+    except OSError:
+        was_pipe = True
+    if was_pipe and _stdin_pipe(data):
+        return
     try:
         fd = os.memfd_create("guard-shell-stdin", 0)
     except (AttributeError, OSError):
@@ -398,6 +408,53 @@ def _replace_stdin(data: bytes) -> None:
     os.lseek(fd, 0, os.SEEK_SET)
     os.dup2(fd, 0)
     os.close(fd)
+
+
+def _stdin_pipe(data: bytes) -> bool:
+    """fd 0 becomes a pipe that yields ``data`` then EOF; a writer process feeds what does not
+    fit in the pipe's buffer. False when no pipe could be made (the caller uses a file)."""
+    try:
+        r, w = os.pipe()
+    except OSError:
+        return False
+    try:
+        import fcntl
+
+        fcntl.fcntl(w, fcntl.F_SETPIPE_SZ, min(max(len(data), 65536), 1 << 20))
+    except (OSError, ImportError, AttributeError):
+        pass
+    try:
+        os.set_blocking(w, False)
+        sent = os.write(w, data) if data else 0
+    except BlockingIOError:
+        sent = 0
+    except OSError:
+        os.close(r)
+        os.close(w)
+        return False
+    if sent < len(data):
+        try:
+            pid = os.fork()
+        except OSError:
+            os.close(r)
+            os.close(w)
+            return False
+        if pid == 0:  # the writer: holds nothing but the pipe's write end
+            try:
+                os.close(r)
+                null = os.open(os.devnull, os.O_RDWR)
+                for fd in (0, 1, 2):
+                    os.dup2(null, fd)
+                os.set_blocking(w, True)
+                view = memoryview(data)[sent:]
+                while view:
+                    view = view[os.write(w, view):]
+            finally:
+                os._exit(0)
+    os.close(w)
+    os.dup2(r, 0)
+    os.close(r)
+    return True
 
 
 def _find_script(path: str) -> str | None:
@@ -439,24 +496,45 @@ def exported_functions(env: dict[str, str] | os._Environ[str]) -> dict[str, str]
 
 
 def startup_texts(parsed: ShellArgs, env: dict[str, str] | os._Environ[str]) -> list[str]:
-    """Shell text a non-interactive bash runs before the command: ``$BASH_ENV``.
+    """Shell text bash runs before the command: a file named by ``--rcfile``/``--init-file``
+    (read when the shell is interactive, ``-i``), and ``$BASH_ENV`` (non-interactive).
 
-    bash expands the variable's value (command substitution included) and then sources the
-    file it names, so both are checked.
+    bash expands ``$BASH_ENV``'s value (command substitution included) and then sources the file
+    it names, so both are checked. Profiles and ``~/.bashrc`` are the machine's own set-up and
+    are not read.
     """
-    value = env.get("BASH_ENV")
-    if not value or parsed.mode == "passthrough":
+    if parsed.mode == "passthrough":
         return []
     texts = []
-    if any(c in value for c in "$`"):
-        texts.append(f": {value}")
-    else:
-        try:
-            with open(os.path.expanduser(value), "rb") as fh:
-                texts.append(fh.read(MAX_SCRIPT_BYTES).decode("utf-8", "surrogateescape"))
-        except OSError:
-            pass
+    interactive = "i" in parsed.flags
+    rcfile = _option_value(parsed.options, ("--rcfile", "--init-file"))
+    if rcfile is not None and interactive and "--norc" not in parsed.long_flags:
+        texts.extend(_read_text(rcfile))
+    value = env.get("BASH_ENV")
+    if value and not interactive:
+        if any(c in value for c in "$`"):
+            texts.append(f": {value}")
+        else:
+            texts.extend(_read_text(value))
     return texts
+
+
+def _option_value(options: tuple[str, ...], names: tuple[str, ...]) -> str | None:
+    for j, a in enumerate(options):
+        if a in names and j + 1 < len(options):
+            return options[j + 1]
+        for n in names:
+            if a.startswith(n + "="):
+                return a.split("=", 1)[1]
+    return None
+
+
+def _read_text(path: str) -> list[str]:
+    try:
+        with open(os.path.expanduser(path), "rb") as fh:
+            return [fh.read(MAX_SCRIPT_BYTES).decode("utf-8", "surrogateescape")]
+    except OSError:
+        return []
 
 
 def guard_command(text: str, cwd: str | None, parsed: ShellArgs | None = None) -> Decision:

@@ -131,11 +131,15 @@ def die_like(sig: int) -> None:
         sys.stdout.flush()
     except Exception:
         pass
+    if sig not in (signal.SIGKILL, signal.SIGSTOP):  # those two cannot be caught or reset
+        try:
+            signal.signal(sig, signal.SIG_DFL)
+            signal.pthread_sigmask(signal.SIG_UNBLOCK, {sig})
+        except (OSError, ValueError):
+            return
     try:
-        signal.signal(sig, signal.SIG_DFL)
-        signal.pthread_sigmask(signal.SIG_UNBLOCK, {sig})
         os.kill(os.getpid(), sig)
-    except (OSError, ValueError):
+    except OSError:
         return
 
 
@@ -447,6 +451,10 @@ def _hand_off(rfd: int, broken: list[bool]) -> None:
     if pid:
         return
     try:  # the copier: no Python-level state beyond this loop
+        # It holds only stderr: a caller waiting for stdout to close ($(…)) must not wait for it.
+        null = os.open(os.devnull, os.O_RDWR)
+        os.dup2(null, 0)
+        os.dup2(null, 1)
         signal.pthread_sigmask(signal.SIG_SETMASK, set())
         for sig in _FORWARDED:
             if sig not in (signal.SIGWINCH,):

@@ -3,6 +3,8 @@ and ``eval`` run code, interpreters run inline programs, scripts run their conte
 
 from __future__ import annotations
 
+import re
+
 from guard import paths
 from guard.ir import UNKNOWN
 from guard.resolve.state import State
@@ -66,6 +68,11 @@ def run(
         else:
             w.string(text, st, fr, f"{prog} {_show(argv[1])}")
         return argv
+    for label, code in embedded_commands(argv):
+        if code is None:
+            w.sink.note(f"{label}: runs text built at run time, not analysed")
+        else:
+            w.string(code, _child(st, cwd, env), fr, label)
     if prog == "git" and _git_alias(w, argv, st, fr, cwd, env, stdin, writes, refs, pos):
         return argv
     if prog in ("npm", "yarn", "pnpm", "make", "gmake") and _project_runner(w, argv, st, fr, cwd, env):
@@ -157,6 +164,70 @@ def repository_made(argv: tuple[str, ...], st: State) -> str | None:
         if a == "-C" and j + 1 < len(argv):
             base = paths.join(base, argv[j + 1], _home(st))
     return paths.join(base, target, _home(st))
+
+
+# Options through which a program runs another one: (program, option) → what the value is.
+_RUNS_OPTION = {
+    ("sort", "--compress-program"): "sort --compress-program",
+    ("tar", "--to-command"): "tar --to-command",
+    ("tar", "--use-compress-program"): "tar --use-compress-program",
+    ("tar", "-I"): "tar -I",
+    ("tar", "--info-script"): "tar --info-script",
+    ("tar", "--new-volume-script"): "tar --new-volume-script",
+    ("rsync", "-e"): "rsync -e",
+    ("rsync", "--rsh"): "rsync --rsh",
+    ("rg", "--pre"): "rg --pre",
+}
+_SED_EXEC = re.compile(r"^\s*(?:(?:\d+|\$|/[^/]*/)(?:\s*,\s*(?:\d+|\$|/[^/]*/))?)?\s*!?\s*e\s*(.*)$")
+_SED_SUBST_E = re.compile(r"^\s*(?:\S+\s*)?s(.).*\1.*\1[gpIiMm0-9]*e[gpIiMm0-9]*\s*$")
+
+
+def embedded_commands(argv: tuple[str, ...]) -> list[tuple[str, str | None]]:
+    """Commands a program runs from its own options or script: ``sed 1e CMD``,
+    ``sort --compress-program=P``, ``tar --to-command=C``, ``rsync -e C``, ``rg --pre P``.
+    None stands for text built at run time (``sed s/x/y/e`` runs the pattern space)."""
+    prog = basename(argv[0])
+    out: list[tuple[str, str | None]] = []
+    if prog in ("sed", "gsed"):
+        scripts: list[str] = []
+        explicit = False
+        i = 1
+        while i < len(argv):
+            a = argv[i]
+            if a in ("-e", "--expression") and i + 1 < len(argv):
+                scripts.append(argv[i + 1])
+                explicit = True
+                i += 2
+                continue
+            if a.startswith("--expression="):
+                scripts.append(a.split("=", 1)[1])
+                explicit = True
+            elif a in ("-f", "--file", "-l", "--line-length"):
+                i += 2
+                explicit = explicit or a in ("-f", "--file")
+                continue
+            elif not a.startswith("-") and not explicit:
+                scripts.append(a)
+                explicit = True
+            i += 1
+        for script in scripts:
+            for line in re.split(r"[;\n]", script):
+                m = _SED_EXEC.match(line)
+                if m:
+                    out.append(("sed e", m.group(1) if m.group(1) else None))
+                elif _SED_SUBST_E.match(line):
+                    out.append(("sed s///e", None))
+        return out
+    for j, a in enumerate(argv[1:], start=1):
+        name, eq, val = a.partition("=")
+        key = (prog, name)
+        if key in _RUNS_OPTION:
+            value = val if eq else (argv[j + 1] if j + 1 < len(argv) else "")
+            if value:
+                out.append((_RUNS_OPTION[key], value))
+        elif prog == "tar" and name.startswith("--checkpoint-action") and "exec=" in val:
+            out.append(("tar --checkpoint-action", val.split("exec=", 1)[1]))
+    return out
 
 
 def _feed_xargs(argv: tuple[str, ...], stdin: str) -> tuple[str, ...]:
