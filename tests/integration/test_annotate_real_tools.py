@@ -69,6 +69,10 @@ def record(name: str, stderr: bytes, how: str, expect: str, port: int, tmp: Path
     if os.environ.get("GUARD_RECORD_FIXTURES") != "1":
         return
     body = stderr.replace(str(port).encode(), b"PORT").replace(str(tmp).encode(), b"/tmp/T")
+    # no paths of the recording machine in committed fixtures
+    for local, neutral in ((sys.prefix, "/path/to/project/.venv"), (sys.base_prefix, "/opt/python"),
+                           (os.path.expanduser("~"), "/home/user")):
+        body = body.replace(local.encode(), neutral.encode())
     body = re.sub(rb"(?m)^\[guard\] .*\n?", b"", body)
     head = (
         f"# produced by: {how}; real stderr recorded by tests/integration/test_annotate_real_tools.py "
