@@ -178,6 +178,7 @@ _RUNS_OPTION = {
     ("rsync", "--rsh"): "rsync --rsh",
     ("rg", "--pre"): "rg --pre",
 }
+_RUNS_PROGRAMS = frozenset({"sed", "gsed", *(p for p, _ in _RUNS_OPTION)})
 _SED_EXEC = re.compile(r"^\s*(?:(?:\d+|\$|/[^/]*/)(?:\s*,\s*(?:\d+|\$|/[^/]*/))?)?\s*!?\s*e\s*(.*)$")
 _SED_SUBST_E = re.compile(r"^\s*(?:\S+\s*)?s(.).*\1.*\1[gpIiMm0-9]*e[gpIiMm0-9]*\s*$")
 
@@ -188,6 +189,8 @@ def embedded_commands(argv: tuple[str, ...]) -> list[tuple[str, str | None]]:
     None stands for text built at run time (``sed s/x/y/e`` runs the pattern space)."""
     prog = basename(argv[0])
     out: list[tuple[str, str | None]] = []
+    if prog not in _RUNS_PROGRAMS:  # every command passes here: most leave at once
+        return out
     if prog in ("sed", "gsed"):
         scripts: list[str] = []
         explicit = False

@@ -11,18 +11,9 @@ from pathlib import Path
 
 import pytest
 
-from guard import policy
-from guard.policy import authoring, loader
+from guard.policy import authoring
 
-
-@pytest.fixture(autouse=True)
-def _isolated(tmp_path, monkeypatch):
-    monkeypatch.setenv("XDG_CACHE_HOME", str(tmp_path / "cache"))
-    for name in ("GUARD_RULES", "GUARD_CONFIG", "GUARD_TREE", "GUARD_ROLE", "GUARD_ROUTE"):
-        monkeypatch.delenv(name, raising=False)
-    loader._said.clear()
-    monkeypatch.setattr(loader, "_memo", {})
-    monkeypatch.setattr(policy, "_warned", False)
+pytestmark = pytest.mark.usefixtures("isolated_rules")
 
 
 RULES = """\

@@ -1,0 +1,19 @@
+"""Fixtures shared by the rule-loading tests."""
+
+from __future__ import annotations
+
+import pytest
+
+from guard import policy
+from guard.policy import loader
+
+
+@pytest.fixture
+def isolated_rules(tmp_path, monkeypatch):
+    """A private rule cache and no rule-related environment: each test compiles what it writes."""
+    monkeypatch.setenv("XDG_CACHE_HOME", str(tmp_path / "cache"))
+    for name in ("GUARD_RULES", "GUARD_CONFIG", "GUARD_TREE", "GUARD_ROLE", "GUARD_ROUTE"):
+        monkeypatch.delenv(name, raising=False)
+    loader._said.clear()
+    monkeypatch.setattr(loader, "_memo", {})
+    monkeypatch.setattr(policy, "_warned", False)
