@@ -3,7 +3,8 @@
     .venv/bin/python bench/shell_bench.py [--runs 30] [--shell PATH]
 
 Cases: a trivial command (``true``), a git-heavy one (status, log, diff, rev-parse on a small
-scratch repository outside any tree) and a ``python -c`` one. Runs alternate bash and guard-shell
+scratch repository outside any tree), a ``python -c`` one, and git writing to stderr (so the
+relay's annotator pre-filter runs). Runs alternate bash and guard-shell
 so drift hits both alike. Also prints the peak RSS of ``guard-shell -c true`` (the guard and the
 real shell it runs, from wait4) next to bash's, and the modules the hot path imports. Asserts
 nothing. ``--shell`` benchmarks another guard-shell (by default the one next to this Python).
@@ -82,17 +83,25 @@ def main() -> None:
         "git-heavy": "git status --short && git log --oneline -5 && git diff --stat && git rev-parse HEAD "
         "&& git branch --list",
         "python -c": f"{sys.executable} -c 'import json; print(json.dumps(sum(range(10000))))'",
+        # stderr output wakes the annotator's pre-filter (and, on a rule's literal, the annotator)
+        "git, stderr": "git status --short >&2 && git log --oneline -3 >&2 && git rev-parse HEAD",
     }
-    print(f"guard-shell: {a.shell}\nreal shell:  {REAL_SHELL}\nruns: {a.runs} per side, alternating\n")
-    print(f"{'case':<12}{'bash ms':>10}{'guard ms':>10}{'added ms':>10}{'ratio':>8}")
+    print(f"guard-shell: {a.shell}\nreal shell:  {REAL_SHELL}\nruns: {a.runs} per side, alternating; "
+          "'no server' is GUARD_SERVER=0 (every analysis in-process)\n")
+    off = {**env, "GUARD_SERVER": "0"}
+    # The first analysed command starts the resident server (guard.serve); let it come up.
+    _once([a.shell, "-c", cases["git-heavy"]], str(repo), env)
+    time.sleep(3)
+    print(f"{'case':<14}{'bash ms':>10}{'guard ms':>10}{'added ms':>10}{'ratio':>8}{'no server':>12}{'added':>8}")
     try:
         for name, cmd in cases.items():
-            b, g = [], []
+            b, g, o = [], [], []
             for _ in range(a.runs):
                 b.append(_once([REAL_SHELL, "-c", cmd], str(repo), env)[0])
                 g.append(_once([a.shell, "-c", cmd], str(repo), env)[0])
-            mb, mg = statistics.median(b) * 1000, statistics.median(g) * 1000
-            print(f"{name:<12}{mb:>10.1f}{mg:>10.1f}{mg - mb:>10.1f}{mg / mb:>8.1f}")
+                o.append(_once([a.shell, "-c", cmd], str(repo), off)[0])
+            mb, mg, mo = (statistics.median(x) * 1000 for x in (b, g, o))
+            print(f"{name:<14}{mb:>10.1f}{mg:>10.1f}{mg - mb:>10.1f}{mg / mb:>8.1f}{mo:>12.1f}{mo - mb:>8.1f}")
         rss_b = max(_once([REAL_SHELL, "-c", "true"], str(root), env)[2] for _ in range(5))
         rss_g = max(_once([a.shell, "-c", "true"], str(root), env)[2] for _ in range(5))
         print(f"\npeak RSS, -c true: bash {rss_b / 1024:.1f} MiB, guard-shell {rss_g / 1024:.1f} MiB")

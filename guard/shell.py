@@ -244,12 +244,12 @@ def _trivially_allowed(
 # --------------------------------------------------------------------------- audit
 
 
-def record_refusal(command: str, decision: Decision, cwd: str | None) -> None:
+def record_refusal(command: str, decision: Decision, cwd: str | None, environ: dict[str, str] | None = None) -> None:
     """Append the refusal to the audit log. A logging failure never changes the verdict."""
     try:
         from guard.audit import log
 
-        env = dict(os.environ)
+        env = dict(os.environ if environ is None else environ)
         v = decision.verdict
         matched = getattr(v, "matched", None)
         via = list(getattr(matched, "via", ()) or ())
@@ -537,19 +537,67 @@ def _read_text(path: str) -> list[str]:
         return []
 
 
-def guard_command(text: str, cwd: str | None, parsed: ShellArgs | None = None) -> Decision:
+def guard_command(
+    text: str, cwd: str | None, parsed: ShellArgs | None = None, env: dict[str, str] | None = None
+) -> Decision:
     """Decide on one command text (after the start-up text bash would run first) and print what
-    the decision says to print: the refusal, or the one-line notice of a fail-open."""
-    functions = exported_functions(os.environ)
+    the decision says to print: the refusal, or the one-line notice of a fail-open.
+
+    ``env`` is the command's environment (default ``os.environ``); refusals are logged with it.
+    """
+    environ = os.environ if env is None else env
+    functions = exported_functions(environ)
     decision = Decision("run")
-    for part in [*(startup_texts(parsed, os.environ) if parsed else []), text]:
-        decision = decide(part, cwd=cwd, functions=functions)
+    for part in [*(startup_texts(parsed, environ) if parsed else []), text]:
+        decision = decide(part, cwd=cwd, functions=functions, env=env)
         if decision.message:
             _say(decision.message)
         if decision.action == "refuse":
-            record_refusal(part, decision, cwd)
+            record_refusal(part, decision, cwd, env)
             break
     return decision
+
+
+def served_decision(args: list[str], text: str, cwd: str | None, parsed: ShellArgs) -> Decision | None:
+    """The decision from the resident analysis server (``guard.serve``), or None to decide here.
+
+    A command the pre-check passes is decided here without asking. The server runs
+    ``guard_command`` on the same argv, cwd and environment and sends back what it printed, so
+    the outcome is the same as deciding here. Not used when ``GUARD_SERVER=0``, when the cwd is
+    unknown, or when this process already has an engine loaded (a caller's own, e.g. a test's).
+    """
+    if cwd is None or "guard.engine" in sys.modules:
+        return None
+    try:
+        functions = exported_functions(os.environ)
+        if not startup_texts(parsed, os.environ) and _trivially_allowed(text, os.environ, None, functions):
+            return Decision("run", plain=True)
+        from guard.serve import client
+
+        if not client.enabled(os.environ):
+            return None
+        reply = client.ask([os.fsencode(a) for a in args], cwd, dict(os.environb))
+    except Exception:  # noqa: BLE001 - any trouble: decide here
+        return None
+    if reply is None:
+        return None
+    action, said = reply
+    if said:
+        _write_err(said)
+    if action == b"refuse":
+        return Decision("refuse")
+    return Decision("run", plain=action == b"plain")
+
+
+def _write_err(data: bytes) -> None:
+    view = memoryview(data)
+    while view:
+        try:
+            view = view[os.write(2, view) :]
+        except InterruptedError:
+            continue
+        except OSError:
+            return
 
 
 def _cwd() -> str | None:
@@ -567,7 +615,8 @@ def run(args: list[str]) -> int:
         return launch(argv, None)
     if parsed.mode == "command":
         text = parsed.operand or ""
-        decision = guard_command(text, _cwd(), parsed)
+        cwd = _cwd()
+        decision = served_decision(args, text, cwd, parsed) or guard_command(text, cwd, parsed)
         if decision.action == "refuse":
             return REFUSED_STATUS
         return launch(argv, text, plain=decision.plain)

@@ -4,6 +4,7 @@ from __future__ import annotations
 
 import os
 import sys
+from collections.abc import Iterator
 from pathlib import Path
 
 import pytest
@@ -23,3 +24,16 @@ def shared() -> Path:
 def guard_bin(name: str = "guard") -> str:
     cand = BIN / name
     return str(cand) if cand.exists() else name
+
+
+@pytest.fixture(scope="session", autouse=True)
+def _stop_analysis_servers() -> Iterator[None]:
+    """guard-shell runs start this checkout's analysis server (guard.serve); stop it when the
+    session ends so no test leaves a process behind."""
+    yield
+    from guard.serve import client
+
+    for env in (os.environ, {}):
+        path = client.socket_path(env)
+        if path:
+            client.stop_server(path)

@@ -33,6 +33,7 @@ import re
 import string
 from collections.abc import Iterable, Mapping
 
+from guard.act import rulefiles
 from guard.record import dataclass, field
 
 try:  # the built-in module: hashlib loads OpenSSL (~3 ms) on the path of every command with stderr
@@ -98,43 +99,15 @@ class StderrRule:
 # --------------------------------------------------------------------------- locating files
 
 
-def _shipped_dir_str() -> str | None:
-    here = os.path.dirname(os.path.realpath(__file__))  # guard/act
-    guard_dir = os.path.dirname(here)
-    for cand in (os.path.join(os.path.dirname(guard_dir), "rules", "stderr"), os.path.join(guard_dir, "rules", "stderr")):
-        if os.path.isdir(cand):
-            return cand
-    return None
-
-
 def shipped_dir() -> Path | None:
     from pathlib import Path
 
-    d = _shipped_dir_str()
+    d = rulefiles.shipped_dir()
     return Path(d) if d is not None else None
 
 
-def default_paths(env: Mapping[str, str]) -> list[str]:
-    paths: list[str] = []
-    d = _shipped_dir_str()
-    if d is not None:
-        paths.append(d)
-    paths.extend(p for p in env.get("GUARD_RULES", "").split(":") if p)
-    return paths
-
-
-def _expand_str(paths: Iterable[str | os.PathLike[str]]) -> list[str]:
-    """``expand`` with ``os`` alone (pathlib costs ~4 ms to import, on every command with stderr)."""
-    out: list[str] = []
-    for p in paths:
-        p = os.fspath(p)
-        if os.path.isdir(p):
-            found = [os.path.join(d, n) for d, _, names in os.walk(p) for n in names
-                     if n.endswith((".yaml", ".yml")) and os.path.isfile(os.path.join(d, n))]
-            out.extend(sorted(found))
-        else:
-            out.append(p)
-    return out
+default_paths = rulefiles.default_paths
+_expand_str = rulefiles.expand
 
 
 def expand(paths: Iterable[str | os.PathLike[str]]) -> list[Path]:
@@ -211,9 +184,7 @@ def _warn(msg: str) -> None:
         pass
 
 
-def cache_dir(env: Mapping[str, str]) -> str:
-    base = env.get("XDG_CACHE_HOME") or os.path.join(env.get("HOME") or os.path.expanduser("~"), ".cache")
-    return os.path.join(base, "guard", "stderr-rules")
+cache_dir = rulefiles.cache_dir
 
 
 def _parsed(path: str, raw: bytes, env: Mapping[str, str], use_cache: bool) -> dict[str, Any]:

@@ -1,0 +1,110 @@
+"""Where the stderr rules live, and the digest that lets a command skip loading them.
+
+Light on purpose (``os`` and ``marshal`` only): the relay consults this on every command that
+writes anything to stderr, and importing the rule loader, ``re``, ``json`` and RE2 costs about
+15 ms.
+
+The digest of a rule set holds the literal strings ("needles") one of which every match of every
+pattern contains, and whether loading the set reported problems. It is written the first time
+the full rule set is loaded and found again by a hash of the rule files' names and bytes, so an
+edited rule file gets a new digest.
+"""
+
+from __future__ import annotations
+
+import marshal
+import os
+
+TYPE_CHECKING = False
+if TYPE_CHECKING:
+    from collections.abc import Iterable, Mapping
+
+DIGEST_FORMAT = "stderr-digest/1"
+
+
+def shipped_dir() -> str | None:
+    """rules/stderr beside the package (a checkout) or inside it (an install)."""
+    guard_dir = os.path.dirname(os.path.dirname(os.path.realpath(__file__)))
+    for cand in (os.path.join(os.path.dirname(guard_dir), "rules", "stderr"), os.path.join(guard_dir, "rules", "stderr")):
+        if os.path.isdir(cand):
+            return cand
+    return None
+
+
+def default_paths(env: Mapping[str, str]) -> list[str]:
+    """The shipped rules, then ``GUARD_RULES`` (colon-separated files or folders)."""
+    paths: list[str] = []
+    d = shipped_dir()
+    if d is not None:
+        paths.append(d)
+    paths.extend(p for p in env.get("GUARD_RULES", "").split(":") if p)
+    return paths
+
+
+def expand(paths: Iterable[str | os.PathLike[str]]) -> list[str]:
+    """Files as given; folders become their ``.yaml``/``.yml`` files, recursively, sorted."""
+    out: list[str] = []
+    for p in paths:
+        p = os.fspath(p)
+        if os.path.isdir(p):
+            found = [os.path.join(d, n) for d, _, names in os.walk(p) for n in names
+                     if n.endswith((".yaml", ".yml")) and os.path.isfile(os.path.join(d, n))]
+            out.extend(sorted(found))
+        else:
+            out.append(p)
+    return out
+
+
+def cache_dir(env: Mapping[str, str]) -> str:
+    base = env.get("XDG_CACHE_HOME") or os.path.join(env.get("HOME") or os.path.expanduser("~"), ".cache")
+    return os.path.join(base, "guard", "stderr-rules")
+
+
+def digest_key(files: list[str]) -> str:
+    """A hash of the files' names and bytes (a missing file hashes as missing)."""
+    try:
+        from _sha256 import sha256
+    except ImportError:  # pragma: no cover - other Pythons
+        from hashlib import sha256  # type: ignore[assignment]
+
+    h = sha256(DIGEST_FORMAT.encode())
+    for f in files:
+        try:
+            with open(f, "rb") as fh:
+                data = fh.read()
+        except OSError:
+            h.update(f"\0{f}\0missing".encode("utf-8", "surrogateescape"))
+            continue
+        h.update(f"\0{f}\0{len(data)}\0".encode("utf-8", "surrogateescape"))
+        h.update(data)
+    return h.hexdigest()[:32]
+
+
+def _digest_path(env: Mapping[str, str], key: str) -> str:
+    return os.path.join(cache_dir(env), f"digest-{key}.marshal")
+
+
+def read_digest(env: Mapping[str, str], key: str) -> tuple[tuple[bytes, ...], bool] | None:
+    """(needles, had problems) for the rule set with this key, or None when not known."""
+    try:
+        with open(_digest_path(env, key), "rb") as fh:
+            data = marshal.loads(fh.read())
+        needles, problems = data["needles"], data["problems"]
+    except (OSError, ValueError, EOFError, TypeError, KeyError):
+        return None
+    if not isinstance(needles, tuple) or not all(isinstance(n, bytes) and n for n in needles):
+        return None
+    return needles, bool(problems)
+
+
+def write_digest(env: Mapping[str, str], key: str, needles: tuple[bytes, ...], problems: bool) -> None:
+    """Store the digest (atomically); a failure only means the next command loads the rules."""
+    path = _digest_path(env, key)
+    try:
+        os.makedirs(os.path.dirname(path), exist_ok=True)
+        tmp = f"{path}.{os.getpid()}.tmp"
+        with open(tmp, "wb") as fh:
+            fh.write(marshal.dumps({"needles": needles, "problems": problems}))
+        os.replace(tmp, path)
+    except OSError:
+        pass

@@ -1,0 +1,247 @@
+"""Asking the analysis server, from guard-shell. Imports only C modules (``_socket``,
+``_sha256``) besides ``os`` and ``sys``: this runs on the path of every analysed command.
+
+Where it listens: ``$XDG_RUNTIME_DIR/guard-<uid>/<key>.sock`` (else under ``/tmp``), in a folder
+that must be a real directory owned by this user and closed to everyone else. ``key`` names the
+interpreter and the guard package the caller runs, so a guard from another install or version
+never answers for this one.
+
+Whom it trusts: the process listening must run as this user and be the same interpreter binary
+(``SO_PEERCRED`` and ``/proc/<pid>/exe``). That makes the server as trustworthy as this user's
+own processes, which is all guard asks of anything: it is guidance, not the security boundary
+(SPEC §1). Anything short of a well-formed reply returns None, and the caller analyses the
+command itself.
+"""
+
+from __future__ import annotations
+
+import os
+import sys
+
+from guard.serve import wire
+
+OFF_VALUES = ("0", "off", "no", "false")
+CONNECT_TIMEOUT = 2.0
+# The server's own analysis gives up after 10 s (guard.shell.ANALYSIS_TIMEOUT); past this the
+# caller stops waiting and analyses in-process.
+REPLY_TIMEOUT = 15.0
+
+
+def enabled(env: dict[str, str] | os._Environ[str]) -> bool:
+    return env.get("GUARD_SERVER", "").strip().lower() not in OFF_VALUES
+
+
+def package_dir() -> str:
+    """The guard package this process runs (its folder, symlinks followed)."""
+    return os.path.dirname(os.path.dirname(os.path.realpath(__file__)))
+
+
+def identity(executable: str | None = None, package: str | None = None) -> str:
+    """A short key for (interpreter, guard package, Python version, uid)."""
+    try:
+        from _sha256 import sha256
+    except ImportError:  # pragma: no cover - other Pythons
+        from hashlib import sha256  # type: ignore[assignment]
+
+    exe = os.path.realpath(executable or sys.executable)
+    text = "\0".join([exe, package or package_dir(), sys.version, str(os.getuid())])
+    return sha256(text.encode("utf-8", "surrogateescape")).hexdigest()[:16]
+
+
+def runtime_dir(env: dict[str, str] | os._Environ[str]) -> str | None:
+    """This user's private folder for server sockets, created if missing; None when the folder
+    is not a directory of ours that nobody else can enter (then no server is used)."""
+    base = env.get("XDG_RUNTIME_DIR") or ""
+    if not base.startswith("/") or not os.path.isdir(base):
+        base = "/tmp"
+    path = os.path.join(base, f"guard-{os.getuid()}")
+    try:
+        os.mkdir(path, 0o700)
+    except FileExistsError:
+        pass
+    except OSError:
+        return None
+    return path if private_dir(path) else None
+
+
+def private_dir(path: str) -> bool:
+    try:
+        st = os.lstat(path)
+    except OSError:
+        return False
+    is_dir = st.st_mode & 0o170000 == 0o040000  # stat.S_ISDIR without importing stat
+    return is_dir and st.st_uid == os.getuid() and not st.st_mode & 0o077
+
+
+def socket_path(env: dict[str, str] | os._Environ[str], key: str | None = None) -> str | None:
+    folder = runtime_dir(env)
+    if folder is None:
+        return None
+    path = os.path.join(folder, f"{key or identity()}.sock")
+    return path if len(path.encode()) < 100 else None  # sun_path holds 108 bytes
+
+
+def ask(argv: list[bytes], cwd: str, env: dict[bytes, bytes], *, start: bool = True) -> tuple[bytes, bytes] | None:
+    """The server's (action, stderr) for a guard-shell started with ``argv`` in ``cwd`` with
+    ``env``; None when there is no trustworthy answer (after starting a server for next time,
+    when ``start`` and none is listening)."""
+    import _socket
+
+    envs = os.environ
+    path = socket_path(envs)
+    if path is None:
+        return None
+    try:
+        request = wire.encode_request(argv, os.fsencode(cwd), env)
+    except wire.WireError:
+        return None
+    sock = _socket.socket(_socket.AF_UNIX, _socket.SOCK_STREAM)
+    try:
+        sock.settimeout(CONNECT_TIMEOUT)
+        try:
+            sock.connect(path)
+        except (FileNotFoundError, ConnectionRefusedError):
+            if start:
+                start_server(path)
+            return None
+        if not trusted_peer(sock):
+            return None
+        sock.settimeout(REPLY_TIMEOUT)
+        sock.sendall(request)
+        header = _recv_exact(sock, 4)
+        payload = _recv_exact(sock, wire.frame_length(header))
+        return wire.decode_reply(payload)
+    except (OSError, wire.WireError):
+        return None
+    finally:
+        sock.close()
+
+
+def _recv_exact(sock: object, n: int) -> bytes:
+    chunks = []
+    while n:
+        b = sock.recv(min(n, 1 << 20))  # type: ignore[attr-defined]
+        if not b:
+            raise wire.WireError("connection closed early")
+        chunks.append(b)
+        n -= len(b)
+    return b"".join(chunks)
+
+
+def trusted_peer(sock: object) -> bool:
+    """The listener runs as this user and is the interpreter this process runs."""
+    import _socket
+
+    try:
+        cred = sock.getsockopt(_socket.SOL_SOCKET, _socket.SO_PEERCRED, 12)  # type: ignore[attr-defined]
+        pid = int.from_bytes(cred[0:4], sys.byteorder)
+        uid = int.from_bytes(cred[4:8], sys.byteorder)
+        if uid != os.getuid() or pid <= 0:
+            return False
+        theirs = os.stat(f"/proc/{pid}/exe")
+        ours = os.stat(sys.executable)
+    except (OSError, ValueError):
+        return False
+    return (theirs.st_dev, theirs.st_ino) == (ours.st_dev, ours.st_ino)
+
+
+def lock_path(sock_path: str) -> str:
+    return sock_path[: -len(".sock")] + ".lock"
+
+
+def server_running(sock_path: str) -> bool:
+    """Whether a server holds the lock for this socket (it does for as long as it lives)."""
+    import fcntl
+
+    try:
+        fd = os.open(lock_path(sock_path), os.O_RDONLY | os.O_CLOEXEC)
+    except OSError:
+        return False
+    try:
+        fcntl.flock(fd, fcntl.LOCK_SH | fcntl.LOCK_NB)
+    except OSError:
+        return True
+    finally:
+        os.close(fd)
+    return False
+
+
+def start_server(sock_path: str) -> bool:
+    """Start a detached server for ``sock_path`` unless one is already starting. Never raises;
+    the caller does not wait for it (this command is analysed in-process)."""
+    try:
+        if server_running(sock_path):
+            return False
+        argv = [sys.executable, "-I", "-m", "guard.serve.server", sock_path, identity()]
+        env = {k: v for k, v in os.environ.items() if not k.startswith("GUARD_")}
+        pid = os.fork()
+        if pid == 0:  # pragma: no cover - runs in the forked child
+            try:
+                os.setsid()
+                if os.fork():
+                    os._exit(0)
+                null = os.open(os.devnull, os.O_RDWR)
+                for fd in (0, 1, 2):
+                    os.dup2(null, fd)
+                os.chdir("/")
+                os.execve(sys.executable, argv, env)
+            finally:
+                os._exit(0)
+        os.waitpid(pid, 0)
+        return True
+    except OSError:
+        return False
+
+
+def server_pid(sock_path: str) -> int | None:
+    """The pid of the server holding this socket's lock, or None when none is running."""
+    if not server_running(sock_path):
+        return None
+    try:
+        with open(lock_path(sock_path), "rb") as fh:
+            text = fh.read(32).strip()
+    except OSError:
+        return None
+    return int(text) if text.isdigit() else None
+
+
+def stop_server(sock_path: str, wait: float = 5.0) -> bool:
+    """Ask the server for ``sock_path`` to leave (SIGTERM) and wait for it; True if none is left."""
+    import time
+
+    pid = server_pid(sock_path)
+    if pid is None:
+        return True
+    try:
+        os.kill(pid, 15)
+    except OSError:
+        return not server_running(sock_path)
+    deadline = time.monotonic() + wait
+    while time.monotonic() < deadline:
+        if not server_running(sock_path):
+            return True
+        time.sleep(0.02)
+    return False
+
+
+def main(argv: list[str]) -> int:
+    """``guard server status|stop``: where this guard's server listens, and whether it runs."""
+    if argv not in (["status"], ["stop"]):
+        print("guard: usage: guard server status|stop", file=sys.stderr)
+        return 2
+    path = socket_path(os.environ)
+    if path is None:
+        print("guard: server: no private runtime folder (XDG_RUNTIME_DIR or /tmp/guard-<uid>)", file=sys.stderr)
+        return 1
+    if argv == ["stop"]:
+        if stop_server(path):
+            print("guard: server: stopped")
+            return 0
+        print("guard: server: still running after 5 s", file=sys.stderr)
+        return 1
+    pid = server_pid(path)
+    state = f"running, pid {pid}" if pid else "not running (the next analysed command starts it)"
+    if not enabled(os.environ):
+        state += "; GUARD_SERVER is off, so guard-shell does not use it"
+    print(f"socket: {path}\nserver: {state}")
+    return 0

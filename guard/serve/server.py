@@ -1,0 +1,296 @@
+"""The analysis server: ``python -I -m guard.serve.server SOCKET KEY`` (started by guard-shell).
+
+Start-up: check that this process is the guard the key names, take the lock beside the socket
+(a second server for the same key leaves at once), import and warm every stage of the analysis,
+freeze the heap, then listen.
+
+Requests are answered by forked workers. ``POOL`` of them wait on the socket at any time; each
+has already run a few analyses after the fork, so the pages a request touches are its own before
+the request arrives (copy-on-write faults would otherwise add about 2 ms). A worker answers one
+connection and exits, and the server forks its replacement, so nothing one request does
+(environment, working directory, caches) is seen by the next. The worker runs
+``guard.shell.guard_command`` on the caller's argv, working directory and environment exactly as
+guard-shell would in-process (refusals reach the audit log from there) and replies with the
+action and the bytes the analysis wrote on stderr.
+
+The server leaves, removing its socket, when a worker waited ``IDLE_SECONDS`` without a request,
+on SIGTERM, or when a file of the guard package changed since it started (an upgrade or an
+edit): the worker that notices sends no reply, so that command is analysed in-process, and the
+next command starts a fresh server.
+"""
+
+from __future__ import annotations
+
+import gc
+import os
+import signal
+import socket
+import sys
+
+from guard.serve import client, wire
+
+IDLE_SECONDS = 600.0
+BACKLOG = 128
+CHILD_TIMEOUT = 30.0
+HOME_VARS = ("HOME", "XDG_CACHE_HOME")
+POOL = 2  # workers waiting at once: two requests at the same moment are both answered at once
+
+# Commands that take the analysis through each of its stages once, so every module and table
+# they need is loaded before the first fork.
+WARM_UP = (
+    "git status --short && git log --oneline -5 | cat",
+    "cd /tmp && git clone https://github.com/o/r.git && (cd r; git push origin HEAD)",
+    "bash -c 'eval \"$(printf %s \"git commit -m x\")\"' ; sh -c \"$CMD\"",
+    "python3 -c 'import subprocess, os; subprocess.run([\"git\", \"push\"]); os.system(\"ls\")'",
+    "node -e 'require(\"child_process\").execSync(\"git push\")'",
+    "perl -e 'system(\"git push\")'; ruby -e '`git push`'; awk 'BEGIN{system(\"ls\")}'",
+    "make build; npm run test; find . -name x -exec rm {} +; xargs -I{} git add {} < f",
+    "curl -s -X POST -H \"Authorization: token $GITHUB_TOKEN\" https://api.github.com/repos/o/r/pulls",
+    "gh pr create --fill; grep -r ghp_ ~; cat ~/.git-credentials; env | grep TOKEN",
+    "for f in *.py; do cp \"$f\" /tmp/x/.git/; done; echo $(base64 -d <<< Z2l0) > /dev/null",
+    "cat <<EOF > /tmp/s.sh\ngit push\nEOF\nbash /tmp/s.sh",
+    "x=$(( 1 + 2 )); [[ $x == 3 ]] && echo ok; case $x in 3) : ;; esac",
+)
+
+
+def code_files(package: str) -> list[str]:
+    out = []
+    for root, dirs, files in os.walk(package):
+        dirs[:] = [d for d in dirs if d != "__pycache__"]
+        out.extend(os.path.join(root, f) for f in files if f.endswith((".py", ".json")))
+    return sorted(out)
+
+
+def code_stamp(files: list[str]) -> tuple[tuple[int, int], ...]:
+    stamps = []
+    for f in files:
+        try:
+            st = os.stat(f)
+            stamps.append((st.st_mtime_ns, st.st_size))
+        except OSError:
+            stamps.append((-1, -1))
+    return tuple(stamps)
+
+
+def _warm_env() -> dict[str, str]:
+    """The server's own HOME and PATH (its starter's), so the files a request reads (the git
+    config) are read once here; no GUARD_ variables, so no operator rules are loaded."""
+    return {k: os.environ[k] for k in ("HOME", "PATH", "XDG_CACHE_HOME", "XDG_CONFIG_HOME") if k in os.environ}
+
+
+def warm_up() -> None:
+    """Import every stage and run the warm-up commands, then forget path lookups (the tree may
+    change while the server lives) and freeze the heap so forked children share it."""
+    from guard import paths, precheck, shell  # noqa: F401 - loaded for the children
+    from guard.audit import log  # noqa: F401
+    from guard.context import Context
+    from guard.engine import analyze
+
+    ctx = Context.from_environ(cwd="/", env=_warm_env(), trees=("/nonexistent",))
+    for command in WARM_UP:
+        try:
+            analyze(command, ctx)
+        except Exception:  # noqa: BLE001 - a warm-up failure only costs speed
+            pass
+    try:
+        from guard.parse import bashlex_fallback
+
+        bashlex_fallback.lower("a=(1 2); echo ${a[@]}")
+    except Exception:  # noqa: BLE001
+        pass
+    paths.real.cache_clear()
+    gc.collect()
+    gc.freeze()
+
+
+def serve_one(conn: socket.socket) -> None:
+    """In the forked child: answer one request as guard-shell would, then the child exits."""
+    conn.settimeout(CHILD_TIMEOUT)
+    header = _recv_exact(conn, 4)
+    argv_b, cwd_b, env_b = wire.decode_request(_recv_exact(conn, wire.frame_length(header)))
+    env = {os.fsdecode(k): os.fsdecode(v) for k, v in env_b.items()}
+    # The analysis takes the environment as an argument; only these are read from os.environ
+    # (by expanduser and the cache folders), so only these are set: a full swap costs 0.3 ms.
+    for name in HOME_VARS:
+        if name in env:
+            os.environ[name] = env[name]
+        else:
+            os.environ.pop(name, None)
+    cwd = os.fsdecode(cwd_b)
+    try:
+        os.chdir(cwd)
+    except OSError:
+        pass
+    from guard import shell
+
+    parsed = shell.parse_args([os.fsdecode(a) for a in argv_b])
+    if parsed.mode != "command":
+        return  # only -c is served; the caller analyses the rest itself
+    err = os.memfd_create("guard-stderr", 0)
+    os.dup2(err, 2)
+    decision = shell.guard_command(parsed.operand or "", cwd, parsed, env)
+    try:
+        sys.stderr.flush()
+    except Exception:  # noqa: BLE001
+        pass
+    os.lseek(err, 0, os.SEEK_SET)
+    said = b"".join(iter(lambda: os.read(err, 1 << 16), b""))
+    if decision.action == "refuse":
+        action = b"refuse"
+    else:
+        action = b"plain" if decision.plain else b"run"
+    conn.sendall(wire.encode_reply(action, said))
+
+
+def _recv_exact(conn: socket.socket, n: int) -> bytes:
+    chunks = []
+    while n:
+        b = conn.recv(min(n, 1 << 20))
+        if not b:
+            raise wire.WireError("connection closed early")
+        chunks.append(b)
+        n -= len(b)
+    return b"".join(chunks)
+
+
+IDLE_EXIT = 3  # a worker waited IDLE_SECONDS without a request
+STALE_EXIT = 4  # a worker found the guard package changed
+
+
+def _worker(listener: socket.socket, files: list[str], stamp: tuple[tuple[int, int], ...]) -> int:
+    """A forked worker: touch the heap once (so the request does not pay for copy-on-write
+    faults), wait for one connection, answer it, and report how it ended."""
+    signal.signal(signal.SIGCHLD, signal.SIG_DFL)
+    signal.signal(signal.SIGTERM, signal.SIG_DFL)
+    _pre_touch()
+    listener.settimeout(IDLE_SECONDS)
+    while True:
+        try:
+            conn, _ = listener.accept()
+            break
+        except TimeoutError:
+            return IDLE_EXIT
+        except InterruptedError:
+            continue
+    with conn:
+        if code_stamp(files) != stamp:
+            return STALE_EXIT  # no reply: the caller analyses in-process
+        serve_one(conn)
+    return 0
+
+
+def _pre_touch() -> None:
+    from guard import shell
+
+    null = os.open(os.devnull, os.O_WRONLY)
+    saved = os.dup(2)
+    os.dup2(null, 2)
+    try:
+        for command in WARM_UP[:4]:  # the common paths; the rest stay shared until touched
+            shell.decide(command, cwd="/", env=_warm_env())
+    except Exception:  # noqa: BLE001 - only speed is at stake
+        pass
+    finally:
+        os.dup2(saved, 2)
+        os.close(saved)
+        os.close(null)
+
+
+def _spawn_worker(listener: socket.socket, files: list[str], stamp: tuple[tuple[int, int], ...]) -> int:
+    pid = os.fork()
+    if pid == 0:
+        code = 1
+        try:
+            code = _worker(listener, files, stamp)
+        except BaseException:  # noqa: BLE001 - no reply: the caller analyses in-process
+            pass
+        finally:
+            os._exit(code)
+    return pid
+
+
+class _Stop(Exception):
+    pass
+
+
+def _on_term(signum: int, frame: object) -> None:
+    raise _Stop
+
+
+def serve(sock_path: str, lock_fd: int, files: list[str]) -> None:
+    """Listen, keep ``POOL`` workers waiting on the socket, replace each one that answered, and
+    leave when a worker reports idleness or a changed package, or on SIGTERM."""
+    stamp = code_stamp(files)
+    try:
+        os.unlink(sock_path)
+    except FileNotFoundError:
+        pass
+    listener = socket.socket(socket.AF_UNIX, socket.SOCK_STREAM)
+    old_umask = os.umask(0o177)
+    try:
+        listener.bind(sock_path)
+    finally:
+        os.umask(old_umask)
+    listener.listen(BACKLOG)
+    mine = os.stat(sock_path).st_ino
+    os.ftruncate(lock_fd, 0)
+    os.write(lock_fd, f"{os.getpid()}\n".encode())
+    workers: set[int] = set()
+    signal.signal(signal.SIGTERM, _on_term)
+    try:
+        while True:
+            while len(workers) < POOL:
+                try:
+                    workers.add(_spawn_worker(listener, files, stamp))
+                except OSError:
+                    break
+            if not workers:
+                return
+            try:
+                pid, status = os.wait()
+            except ChildProcessError:
+                workers.clear()
+                continue
+            workers.discard(pid)
+            if os.waitstatus_to_exitcode(status) in (IDLE_EXIT, STALE_EXIT):
+                return
+    except _Stop:
+        return
+    finally:
+        try:
+            if os.stat(sock_path).st_ino == mine:
+                os.unlink(sock_path)
+        except OSError:
+            pass
+        listener.close()
+        for pid in workers:
+            try:
+                os.kill(pid, signal.SIGTERM)
+            except OSError:
+                pass
+
+
+def main(argv: list[str] | None = None) -> int:
+    args = sys.argv[1:] if argv is None else argv
+    if len(args) != 2:
+        print("usage: python -I -m guard.serve.server SOCKET KEY", file=sys.stderr)
+        return 2
+    sock_path, key = args
+    if client.identity() != key or not client.private_dir(os.path.dirname(sock_path)):
+        return 2  # not the guard the caller runs, or not a private folder: serve nothing
+    import fcntl
+
+    lock_fd = os.open(client.lock_path(sock_path), os.O_RDWR | os.O_CREAT | os.O_CLOEXEC, 0o600)
+    try:
+        fcntl.flock(lock_fd, fcntl.LOCK_EX | fcntl.LOCK_NB)
+    except OSError:
+        return 0  # another server for this key is up or starting
+    os.chdir("/")
+    files = code_files(client.package_dir())
+    warm_up()
+    serve(sock_path, lock_fd, files)
+    return 0
+
+
+if __name__ == "__main__":
+    raise SystemExit(main())

@@ -1,0 +1,68 @@
+"""Request and reply framing between guard-shell and the analysis server.
+
+Every field of a request is a string that cannot hold a NUL byte (argv words, a path,
+``NAME=value`` environment entries), so a request is its fields joined by NUL behind a 4-byte
+length. A reply ends with the stderr bytes the analysis wrote, which may hold anything, so they
+come last and are not split.
+
+Request: ``MAGIC, cwd, argc, argv…, env…``. Reply: ``MAGIC, action, stderr``, where action is
+``run`` (run under the relay), ``plain`` (exec the real shell directly) or ``refuse``.
+"""
+
+from __future__ import annotations
+
+MAGIC = b"guard-serve/1"
+ACTIONS = (b"run", b"plain", b"refuse")
+MAX_FRAME = 64 << 20  # a 64 MiB request is refused; guard-shell then analyses in-process
+
+
+class WireError(ValueError):
+    """A frame that is not a well-formed request or reply."""
+
+
+def frame(payload: bytes) -> bytes:
+    return len(payload).to_bytes(4, "big") + payload
+
+
+def frame_length(header: bytes) -> int:
+    n = int.from_bytes(header, "big")
+    if len(header) != 4 or n > MAX_FRAME:
+        raise WireError("bad frame length")
+    return n
+
+
+def encode_request(argv: list[bytes], cwd: bytes, env: dict[bytes, bytes]) -> bytes:
+    fields = [MAGIC, cwd, str(len(argv)).encode(), *argv, *(k + b"=" + v for k, v in env.items())]
+    if any(b"\0" in f for f in fields):
+        raise WireError("a field holds a NUL byte")
+    return frame(b"\0".join(fields))
+
+
+def decode_request(payload: bytes) -> tuple[list[bytes], bytes, dict[bytes, bytes]]:
+    fields = payload.split(b"\0")
+    if len(fields) < 3 or fields[0] != MAGIC or not fields[2].isdigit():
+        raise WireError("not a guard request")
+    argc = int(fields[2])
+    if 3 + argc > len(fields):
+        raise WireError("truncated argv")
+    argv = fields[3 : 3 + argc]
+    env: dict[bytes, bytes] = {}
+    for item in fields[3 + argc :]:
+        k, sep, v = item.partition(b"=")
+        if not sep or not k:
+            raise WireError("bad environment entry")
+        env.setdefault(k, v)
+    return argv, fields[1], env
+
+
+def encode_reply(action: bytes, stderr: bytes) -> bytes:
+    if action not in ACTIONS:
+        raise WireError("unknown action")
+    return frame(MAGIC + b"\0" + action + b"\0" + stderr)
+
+
+def decode_reply(payload: bytes) -> tuple[bytes, bytes]:
+    parts = payload.split(b"\0", 2)
+    if len(parts) != 3 or parts[0] != MAGIC or parts[1] not in ACTIONS:
+        raise WireError("not a guard reply")
+    return parts[1], parts[2]

@@ -1,0 +1,296 @@
+"""The resident analysis server, with real server processes on a private socket folder.
+
+The central property: a served decision is the in-process decision (same action, same stderr,
+same audit records) on every labelled fixture. Around it: guard-shell starts and uses the server,
+never trusts a listener that is not the same interpreter, refuses a folder others can enter,
+falls back when the server drops a request, and the server leaves when idle or when the
+package changed.
+"""
+
+from __future__ import annotations
+
+import json
+import os
+import shutil
+import subprocess
+import sys
+import tempfile
+import time
+from collections.abc import Callable, Iterator
+from pathlib import Path
+
+import pytest
+
+from guard import shell
+from guard.serve import client
+from tests.conftest import REPO, guard_bin
+
+PROJECTS = str(REPO / "fixtures" / "projects")
+
+
+def wait_for(pred: Callable[[], object], timeout: float = 30.0) -> bool:
+    deadline = time.monotonic() + timeout
+    while time.monotonic() < deadline:
+        if pred():
+            return True
+        time.sleep(0.02)
+    return bool(pred())
+
+
+@pytest.fixture
+def sock(monkeypatch: pytest.MonkeyPatch) -> Iterator[str]:
+    """The socket path of this guard's server in a fresh private runtime folder (short: the
+    socket path must fit in 108 bytes)."""
+    folder = tempfile.mkdtemp(prefix="gs-", dir="/tmp")
+    monkeypatch.setenv("XDG_RUNTIME_DIR", folder)
+    path = client.socket_path(os.environ)
+    assert path is not None and path.startswith(folder + "/")
+    yield path
+    client.stop_server(path)
+    shutil.rmtree(folder, ignore_errors=True)
+
+
+def start_server(path: str, patch: str = "") -> subprocess.Popen[bytes]:
+    """Run the server in the background (``patch``: Python run first, to shorten its timers)."""
+    code = f"import sys\nfrom guard.serve import server\n{patch}\nsys.exit(server.main(sys.argv[1:]))"
+    proc = subprocess.Popen([sys.executable, "-I", "-c", code, path, client.identity()], cwd=REPO,
+                            stdin=subprocess.DEVNULL, stdout=subprocess.DEVNULL, stderr=subprocess.PIPE)
+    assert wait_for(lambda: os.path.exists(path) or proc.poll() is not None), "server did not start"
+    assert proc.poll() is None, proc.stderr.read() if proc.stderr else b""
+    return proc
+
+
+def ask(command: str, cwd: str = "/", env: dict[str, str] | None = None) -> tuple[bytes, bytes] | None:
+    envb = {os.fsencode(k): os.fsencode(v) for k, v in (env if env is not None else os.environ).items()}
+    return client.ask([b"-c", os.fsencode(command)], cwd, envb, start=False)
+
+
+def in_process(command: str, cwd: str, env: dict[str, str]) -> tuple[bytes, bytes]:
+    """guard_command as guard-shell runs it without a server: (action, what it wrote on stderr)."""
+    with tempfile.TemporaryFile() as err:
+        saved = os.dup(2)
+        os.dup2(err.fileno(), 2)
+        try:
+            decision = shell.guard_command(command, cwd, shell.parse_args(["-c", command]), env)
+        finally:
+            os.dup2(saved, 2)
+            os.close(saved)
+        err.seek(0)
+        said = err.read()
+    action = b"refuse" if decision.action == "refuse" else (b"plain" if decision.plain else b"run")
+    return action, said
+
+
+def _rows() -> list[dict]:
+    rows = []
+    for path in sorted((REPO / "fixtures" / "commands").glob("*.jsonl")):
+        rows += [json.loads(x) for x in path.read_text(encoding="utf-8").split("\n") if x.strip()]
+    return rows
+
+
+def _audit(path: Path) -> list[tuple]:
+    if not path.exists():
+        return []
+    recs = [json.loads(x) for x in path.read_text().splitlines()]
+    return [(r.get("command"), r.get("cwd"), r.get("category"), r.get("rule"), r.get("message")) for r in recs]
+
+
+# --------------------------------------------------------------------------- equivalence
+
+
+def test_served_decision_is_the_in_process_decision_on_every_labelled_fixture(sock: str, tmp_path: Path) -> None:
+    start_server(sock)
+    rows = _rows()
+    assert len(rows) > 1000
+    fill = lambda s: s.replace("{projects}", PROJECTS)  # noqa: E731
+    logs = {"served": tmp_path / "served.jsonl", "local": tmp_path / "local.jsonl"}
+    differ = []
+    actions = {b"run": 0, b"plain": 0, b"refuse": 0}
+    for row in rows:
+        base = {"HOME": "/root", "PATH": "/usr/bin:/bin", "GUARD_TREE": fill(row.get("tree", "/workspace")),
+                **{k: fill(v) for k, v in row.get("env", {}).items()}}
+        cwd, command = fill(row.get("cwd", "/workspace/app")), fill(row["command"])
+        local = in_process(command, cwd, {**base, "GUARD_AUDIT_LOG": str(logs["local"])})
+        served = ask(command, cwd, {**base, "GUARD_AUDIT_LOG": str(logs["served"])})
+        if served != local:
+            differ.append(f"{row['id']}: served {served!r} local {local!r}")
+        actions[local[0]] += 1
+    assert not differ, "\n".join(differ[:20])
+    assert actions[b"refuse"] > 400 and actions[b"run"] > 200 and actions[b"plain"] > 20, actions
+    assert _audit(logs["served"]) == _audit(logs["local"])
+    assert len(_audit(logs["local"])) == actions[b"refuse"]
+
+
+# --------------------------------------------------------------------------- guard-shell end to end
+
+
+def _server_children(pid: int) -> set[int]:
+    out = set()
+    for entry in os.listdir("/proc"):
+        if entry.isdigit():
+            try:
+                stat = Path(f"/proc/{entry}/stat").read_text()
+            except OSError:
+                continue
+            if int(stat.rsplit(")", 1)[1].split()[1]) == pid:
+                out.add(int(entry))
+    return out
+
+
+def test_guard_shell_starts_the_server_then_is_answered_by_it(sock: str, tmp_path: Path) -> None:
+    tree = tmp_path / "tree"
+    (tree / "app").mkdir(parents=True)
+    env = {**os.environ, "GUARD_TREE": str(tree), "GUARD_AUDIT_LOG": str(tmp_path / "audit.jsonl")}
+    env.pop("GUARD_SERVER", None)
+    gs = guard_bin("guard-shell")
+    first = subprocess.run([gs, "-c", "git --version >/dev/null && echo first"], env=env, cwd=tmp_path,
+                           capture_output=True, text=True, timeout=60)
+    assert (first.returncode, first.stdout) == (0, "first\n"), first.stderr
+    assert wait_for(lambda: client.server_pid(sock) is not None and os.path.exists(sock))
+    pid = client.server_pid(sock)
+    assert pid is not None
+    assert wait_for(lambda: len(_server_children(pid)) == 2)
+    before = _server_children(pid)
+    refused = subprocess.run([gs, "-c", "git push origin HEAD"], env=env, cwd=tree / "app",
+                             capture_output=True, text=True, timeout=60)
+    assert refused.returncode == shell.REFUSED_STATUS
+    assert refused.stderr.startswith("Refused: git push.")
+    assert wait_for(lambda: _server_children(pid) - before), "no worker of the server answered"
+    records = _audit(tmp_path / "audit.jsonl")
+    assert [r[0] for r in records] == ["git push origin HEAD"]  # written once, by the server's worker
+    ran = subprocess.run([gs, "-c", "echo $((6*7)) >&2; exit 3"], env=env, cwd=tmp_path,
+                         capture_output=True, text=True, timeout=60)
+    assert (ran.returncode, ran.stderr) == (3, "42\n")
+
+
+def test_guard_server_off_starts_nothing_and_still_refuses(sock: str, tmp_path: Path) -> None:
+    tree = tmp_path / "tree"
+    tree.mkdir()
+    env = {**os.environ, "GUARD_SERVER": "0", "GUARD_TREE": str(tree), "GUARD_AUDIT_LOG": str(tmp_path / "a.jsonl")}
+    p = subprocess.run([guard_bin("guard-shell"), "-c", "git commit -am x"], env=env, cwd=tree,
+                       capture_output=True, text=True, timeout=60)
+    assert p.returncode == shell.REFUSED_STATUS
+    time.sleep(0.5)
+    assert not os.path.exists(sock) and client.server_pid(sock) is None
+
+
+def test_guard_server_status_and_stop(sock: str) -> None:
+    env = dict(os.environ)
+    out = subprocess.run([guard_bin(), "server", "status"], env=env, capture_output=True, text=True)
+    assert out.returncode == 0 and f"socket: {sock}\n" in out.stdout and "not running" in out.stdout
+    start_server(sock)
+    out = subprocess.run([guard_bin(), "server", "status"], env=env, capture_output=True, text=True)
+    assert f"running, pid {client.server_pid(sock)}" in out.stdout
+    out = subprocess.run([guard_bin(), "server", "stop"], env=env, capture_output=True, text=True)
+    assert (out.returncode, out.stdout) == (0, "guard: server: stopped\n")
+    assert not os.path.exists(sock)
+    bad = subprocess.run([guard_bin(), "server", "restart"], env=env, capture_output=True, text=True)
+    assert bad.returncode == 2 and bad.stderr == "guard: usage: guard server status|stop\n"
+
+
+# --------------------------------------------------------------------------- trust and failure
+
+
+FAKE_SERVER = r"""
+import os, socket, sys
+sys.path.insert(0, sys.argv[2])
+from guard.serve import wire
+path = sys.argv[1]
+s = socket.socket(socket.AF_UNIX, socket.SOCK_STREAM)
+s.bind(path)
+s.listen(8)
+while True:
+    c, _ = s.accept()
+    c.recv(1 << 20)
+    c.sendall(wire.encode_reply(b"run", b""))  # "allowed", whatever was asked
+    c.close()
+"""
+
+
+def test_a_listener_running_another_interpreter_binary_is_not_trusted(sock: str, tmp_path: Path) -> None:
+    copy = tmp_path / "python-copy"
+    shutil.copy2(os.path.realpath(sys.executable), copy)
+    fake = subprocess.Popen([str(copy), "-I", "-c", FAKE_SERVER, sock, str(REPO)],
+                            stdout=subprocess.DEVNULL, stderr=subprocess.PIPE)
+    try:
+        assert wait_for(lambda: os.path.exists(sock) or fake.poll() is not None)
+        if fake.poll() is not None:
+            pytest.skip(f"a copied interpreter does not run here: {fake.stderr.read()[:200]!r}")  # type: ignore[union-attr]
+        assert ask("git push") is None
+        tree = tmp_path / "tree"
+        tree.mkdir()
+        env = {**os.environ, "GUARD_TREE": str(tree), "GUARD_AUDIT_LOG": str(tmp_path / "a.jsonl")}
+        p = subprocess.run([guard_bin("guard-shell"), "-c", "git push"], env=env, cwd=tree,
+                           capture_output=True, text=True, timeout=60)
+        assert p.returncode == shell.REFUSED_STATUS, p.stderr
+    finally:
+        fake.kill()
+        fake.wait()
+        os.unlink(sock)
+
+
+def test_a_socket_folder_others_can_enter_is_not_used(sock: str) -> None:
+    folder = os.path.dirname(sock)
+    os.chmod(folder, 0o755)
+    try:
+        assert client.socket_path(os.environ) is None
+        assert ask("git status") is None
+    finally:
+        os.chmod(folder, 0o700)
+    os.rmdir(folder)
+    os.symlink("/tmp", folder)  # a symlink in its place is not a private folder either
+    try:
+        assert client.socket_path(os.environ) is None
+    finally:
+        os.unlink(folder)
+
+
+def test_a_dropped_request_falls_back_to_the_caller(sock: str) -> None:
+    start_server(sock, patch="server.serve_one = lambda conn: None")
+    assert ask("git status") is None
+    assert wait_for(lambda: len(_server_children(client.server_pid(sock) or -1)) == 2)
+    assert ask("ls") is None
+
+
+def test_a_second_server_for_the_same_socket_leaves_at_once(sock: str) -> None:
+    first = start_server(sock)
+    second = subprocess.run([sys.executable, "-I", "-m", "guard.serve.server", sock, client.identity()],
+                            cwd=REPO, capture_output=True, timeout=60)
+    assert second.returncode == 0
+    assert first.poll() is None
+    assert ask("git status", "/", {"PATH": "/usr/bin:/bin", "HOME": "/root"}) == (b"run", b"")
+
+
+def test_a_server_for_another_guard_refuses_to_start(sock: str) -> None:
+    p = subprocess.run([sys.executable, "-I", "-m", "guard.serve.server", sock, "0" * 16], cwd=REPO,
+                       capture_output=True, timeout=60)
+    assert p.returncode == 2 and not os.path.exists(sock)
+
+
+def test_the_server_leaves_when_idle(sock: str) -> None:
+    proc = start_server(sock, patch="server.IDLE_SECONDS = 0.5")
+    assert proc.wait(timeout=30) == 0
+    assert not os.path.exists(sock) and client.server_pid(sock) is None
+
+
+def test_the_server_leaves_when_its_code_changes(sock: str, tmp_path: Path) -> None:
+    marker = tmp_path / "module.py"
+    marker.write_text("x = 1\n")
+    proc = start_server(sock, patch=f"server.code_files = lambda package: [{str(marker)!r}]")
+    assert ask("git status", "/", {"PATH": "/usr/bin:/bin"}) == (b"run", b"")
+    marker.write_text("x = 22\n")
+    assert ask("git status", "/", {"PATH": "/usr/bin:/bin"}) is None  # not answered by old code
+    assert proc.wait(timeout=30) == 0
+    assert not os.path.exists(sock)
+
+
+def test_requests_from_many_callers_at_once_are_all_answered(sock: str) -> None:
+    start_server(sock)
+    from concurrent.futures import ThreadPoolExecutor
+
+    env = {"PATH": "/usr/bin:/bin", "HOME": "/root", "GUARD_TREE": "/workspace"}
+    commands = [("git push", "/workspace/app", b"refuse"), ("git status --short | head", "/tmp", b"run")] * 10
+    with ThreadPoolExecutor(8) as pool:
+        got = list(pool.map(lambda c: ask(c[0], c[1], env), commands))
+    assert [g[0] if g else None for g in got] == [c[2] for c in commands]
+
