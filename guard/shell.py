@@ -667,7 +667,18 @@ def main() -> None:
             status = REFUSED_STATUS
         else:
             status = _exec_real([os.fsencode(real_shell()), *map(os.fsencode, sys.argv[1:])], original_environ())
-    sys.exit(status)
+    exit_now(status)
+
+
+def exit_now(status: int) -> None:
+    """Flush and leave without the interpreter's teardown (about 1.5 ms on every command that
+    ran under the relay): nothing is left to clean up once the real shell has exited."""
+    for stream in (sys.stdout, sys.stderr):
+        try:
+            stream.flush()
+        except Exception:  # noqa: BLE001 - a closed stream has nothing to flush
+            pass
+    os._exit(status & 0xFF)
 
 
 if __name__ == "__main__":

@@ -10,6 +10,12 @@ so a line of any length costs bounded memory. A pattern is guaranteed to be foun
 lies within the last ``window`` bytes of a line, or anywhere in a line that arrived within one
 chunk. A chunk without a newline costs a slice, not a scan.
 
+The gate reads the caller's buffer in place (RE2 takes any buffer and releases the GIL while it
+searches): only the first line of a chunk, which continues the carried tail, is copied before
+the gate. Lines are never split, so scanning "tail + first line" and then "the other complete
+lines" finds what one pass over their concatenation finds, in the same order. Whatever passes
+the gate (rare) is copied to ``bytes`` for the closer look, so captures are ``bytes``.
+
 Each pattern is reported once, with the named groups of its first match; a pattern that has
 matched leaves the set, so a program repeating a matching line cannot make the scan slower.
 """
@@ -25,6 +31,7 @@ if TYPE_CHECKING:  # typing costs ~2-7 ms to import on the command path
 
 WINDOW = 8192
 MAX_SEEN = 64
+SPLIT = 1 << 18  # complete lines beyond this are gated on two threads; below, a hand-off costs more
 
 
 def re2_options() -> Any:
@@ -127,6 +134,8 @@ class StreamMatcher:
         self._watch_needles = needles(_source(watch)) if watch is not None else None
         self._tail = b""
         self._gate: Any = None
+        self._idle = False
+        self._helper: _Helper | bool | None = None  # None: not started yet; False: not worth it
         self._build_gate()
 
     def _build_gate(self) -> None:
@@ -134,6 +143,7 @@ class StreamMatcher:
         a pattern without needles forces the closer look every time."""
         import re2
 
+        self._idle = not self._pending and (self._watch is None or len(self.seen) >= MAX_SEEN)
         groups = [nd for _, _, nd in self._pending]
         if self._watch is not None and len(self.seen) < MAX_SEEN:
             groups.append(self._watch_needles)
@@ -148,13 +158,13 @@ class StreamMatcher:
     @property
     def idle(self) -> bool:
         """Nothing left to look for: feeding costs nothing."""
-        return not self._pending and (self._watch is None or len(self.seen) >= MAX_SEEN)
+        return self._idle
 
     def feed(self, data: bytes | bytearray, n: int | None = None) -> None:
         """Look at ``data[:n]`` (default: all of it); nothing of ``data`` is kept by reference."""
         if n is None:
             n = len(data)
-        if not n or self.idle:
+        if not n or self._idle:
             return
         w = self.window
         nl = data.rfind(b"\n", 0, n)
@@ -165,18 +175,60 @@ class StreamMatcher:
                 else:
                     self._tail = (self._tail + bytes(view[:n]))[-w:]
                 return
-            region = self._tail + bytes(view[:nl]) if self._tail else bytes(view[:nl])
+            first = data.find(b"\n", 0, nl)
+            if first < 0:
+                first = nl
+            # The tail continues the first line: only that line is copied before the gate.
+            head = self._tail + bytes(view[:first]) if self._tail else bytes(view[:first])
             self._tail = bytes(view[max(nl + 1, n - w) : n])
-        self._scan(region)
+            if nl - first > SPLIT and self._helper is not False and self._gate is not None:
+                mid = data.find(b"\n", (first + nl) // 2, nl)
+                if mid > first:
+                    self._scan_split(head, view, mid, first, nl)
+                    return
+            self._scan(head)
+            if first < nl and not self._idle:
+                with view[first + 1 : nl] as rest:
+                    self._scan(rest)
+
+    def _scan_split(self, head: bytes, view: memoryview, mid: int, first: int, nl: int) -> None:
+        """Scan ``head``, then ``view[first+1:mid]``, then ``view[mid+1:nl]``, gating the last
+        part on the helper thread while this one gates the first two.
+
+        The gate only shrinks as patterns leave the set, so a part the old gate passed over needs
+        no second look, and a part it flagged is scanned again, in order, with the current one.
+        """
+        helper = self._helper
+        if helper is None:
+            helper = self._helper = _Helper.start()
+            if helper is False:
+                self._scan(head)
+                with view[first + 1 : nl] as rest:
+                    self._scan(rest)
+                return
+        with view[first + 1 : mid] as a, view[mid + 1 : nl] as b:
+            gate = self._gate
+            helper.search(gate, b)
+            try:
+                flag_a = gate.search(a) is not None
+                self._scan(head)
+            finally:
+                flag_b = helper.result()
+            if flag_a and not self._idle:
+                self._scan(a)
+            if flag_b and not self._idle:
+                self._scan(b)
 
     def close(self) -> None:
-        if self._tail and not self.idle:
+        if self._tail and not self._idle:
             self._scan(self._tail)
         self._tail = b""
 
-    def _scan(self, region: bytes) -> None:
+    def _scan(self, region: bytes | memoryview) -> None:
         if self._gate is not None and self._gate.search(region) is None:
             return
+        if not isinstance(region, bytes):
+            region = bytes(region)
         present: dict[bytes, bool] = {}
 
         def may_match(nd: tuple[bytes, ...] | None) -> bool:
@@ -203,12 +255,69 @@ class StreamMatcher:
             fired = True
         if fired:
             self._pending = [p for p in self._pending if p[0] not in self.hits]
-            self._build_gate()
         if self._watch is not None and len(self.seen) < MAX_SEEN and may_match(self._watch_needles):
+            before = len(self.seen)
             self._collect_seen(region)
+            fired = fired or len(self.seen) >= MAX_SEEN > before
+        if fired:
+            self._build_gate()
 
     def _collect_seen(self, region: bytes) -> None:
         for m in self._watch.finditer(region):
             if len(self.seen) >= MAX_SEEN:
                 return
             self.seen.append(m.group(0).rstrip(b"\r"))
+
+
+class _Helper:
+    """A second thread that runs one gate search at a time: RE2 releases the GIL while it
+    searches, so a large chunk is gated on two CPUs. Two locks hand the job over and back."""
+
+    def __init__(self) -> None:
+        import threading
+
+        self._job: tuple[Any, memoryview] | None = None
+        self._found = False
+        self._todo = threading.Lock()
+        self._todo.acquire()
+        self._done = threading.Lock()
+        self._done.acquire()
+        thread = threading.Thread(target=self._loop, name="guard-matcher-gate", daemon=True)
+        thread.start()
+
+    @classmethod
+    def start(cls) -> _Helper | bool:
+        """A helper, or False on a single CPU (or where no thread can start)."""
+        import os
+
+        try:
+            cpus = len(os.sched_getaffinity(0))
+        except (AttributeError, OSError):
+            cpus = os.cpu_count() or 1
+        if cpus < 2:
+            return False
+        try:
+            return cls()
+        except RuntimeError:
+            return False
+
+    def _loop(self) -> None:
+        while True:
+            self._todo.acquire()
+            try:
+                gate, region = self._job or (None, None)
+                self._found = True  # if the search fails, the caller takes the closer look
+                self._found = gate.search(region) is not None
+            except Exception:
+                pass
+            finally:
+                self._job = None
+                self._done.release()
+
+    def search(self, gate: Any, region: memoryview) -> None:
+        self._job = (gate, region)
+        self._todo.release()
+
+    def result(self) -> bool:
+        self._done.acquire()
+        return self._found

@@ -36,12 +36,16 @@ it closes them, so the guard returns at once and that process never gets SIGPIPE
 
 from __future__ import annotations
 
+import _thread
 import errno
 import os
 import select
-import signal
 import sys
-import threading
+
+try:  # the C module: `signal` imports enum (~3-4 ms), and this runs on every analysed command
+    import _signal as signal
+except ImportError:  # pragma: no cover - other Pythons
+    import signal  # type: ignore[no-redef]
 
 TYPE_CHECKING = False  # typing itself costs ~2 ms to import; the checkers set this True
 
@@ -102,9 +106,9 @@ def run(
         here = cwd or _getcwd(env_map)
 
         def sink_factory() -> Sink:
-            from guard.act.annotate import Annotator
+            from guard.act.prefilter import sink_for_run
 
-            return Annotator.for_run(
+            return sink_for_run(  # type: ignore[no-any-return]
                 argv,
                 env_map,
                 cwd=here,
@@ -476,6 +480,13 @@ def _hand_off(rfd: int, broken: list[bool]) -> None:
         os._exit(0)
 
 
+def _in_main_thread() -> bool:
+    """Whether this is the main thread, without importing threading when nothing else has: then
+    no thread was started through it, and the caller is the main thread."""
+    threading = sys.modules.get("threading")
+    return threading is None or threading.current_thread() is threading.main_thread()
+
+
 class _Forwarder:
     """Blocks the forwarded signals and relays those sent with kill(2) to the child."""
 
@@ -484,16 +495,17 @@ class _Forwarder:
         self.original_mask: set[int] = set()
         self.sigs: set[int] = set()
         self.pid = 0
-        self._thread: threading.Thread | None = None
+        self._thread: int | None = None  # ident of the forwarding thread (_thread: threading costs ~1 ms)
+        self._ended = _thread.allocate_lock()
         self._blocked = False
 
     def block(self) -> None:
-        if threading.current_thread() is not threading.main_thread():
+        if not _in_main_thread():
             self.original_mask = set(signal.pthread_sigmask(signal.SIG_BLOCK, ()))
             return
         for sig in _FORWARDED:
             try:
-                if signal.getsignal(sig) is signal.SIG_IGN:
+                if signal.getsignal(sig) == signal.SIG_IGN:
                     continue
             except ValueError:
                 continue
@@ -505,8 +517,14 @@ class _Forwarder:
         self.pid = pid
         if not self._blocked:
             return
-        self._thread = threading.Thread(target=self._loop, name="guard-signal-forwarder", daemon=True)
-        self._thread.start()
+        self._ended.acquire()
+        self._thread = _thread.start_new_thread(self._run_loop, ())
+
+    def _run_loop(self) -> None:
+        try:
+            self._loop()
+        finally:
+            self._ended.release()
 
     def _loop(self) -> None:
         waited = self.sigs | {_STOP}
@@ -535,10 +553,11 @@ class _Forwarder:
     def stop(self) -> None:
         if self._thread is not None:
             try:
-                signal.pthread_kill(self._thread.ident or 0, _STOP)
+                signal.pthread_kill(self._thread, _STOP)
             except (OSError, ValueError):
                 pass
-            self._thread.join(2)
+            if self._ended.acquire(timeout=2):
+                self._ended.release()
             self._thread = None
         if self._blocked:
             # Swallow what is still pending (a ^C the child already got) before unblocking.

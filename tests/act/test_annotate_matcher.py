@@ -2,8 +2,11 @@
 
 from __future__ import annotations
 
+import os
+
 import pytest
 
+from guard.act import matcher
 from guard.act.matcher import StreamMatcher, compile_pattern
 
 PAT = compile_pattern(r"could not read Username for '(?P<url>[^']+)': terminal prompts disabled")
@@ -91,3 +94,52 @@ def test_watch_collects_prefixed_lines() -> None:
     m.feed(b"a\n[guard] one\r\nb [guard] not at start\n[guard] two")
     m.close()
     assert m.seen == [b"[guard] one", b"[guard] two"]
+
+
+# --------------------------------------------------------------------------- large chunks
+
+
+BIG = b"an ordinary build log line that matches no rule\n" * 40_000  # ~2 MB: gated in two halves
+
+
+@pytest.mark.parametrize("where", [0.0, 0.25, 0.75, 1.0])
+def test_a_large_chunk_is_scanned_whole_wherever_the_match_lies(where: float) -> None:
+    assert len(BIG) > 2 * matcher.SPLIT
+    cut = BIG.rfind(b"\n", 0, int(len(BIG) * where)) + 1
+    m = StreamMatcher([("k", PAT)])
+    m.feed(b"a carried tail, ")  # the first line continues it
+    m.feed(BIG[:cut] + LINE + b"\n" + BIG[cut:])
+    assert m.hits == {"k": {"url": b"https://h"}}
+
+
+def test_a_large_chunk_reports_the_first_match_in_stream_order() -> None:
+    half = len(BIG) // 2
+    early = BIG[:half] + LINE.replace(b"https://h", b"https://first") + b"\n"
+    late = BIG[half:] + LINE.replace(b"https://h", b"https://second") + b"\n"
+    m = StreamMatcher([("k", PAT)])
+    buf = bytearray(early + late)
+    m.feed(buf, len(buf))
+    assert m.hits["k"]["url"] == b"https://first"
+    if len(os.sched_getaffinity(0)) > 1:
+        assert isinstance(m._helper, matcher._Helper)  # the halves were gated on two threads
+    assert isinstance(m.hits["k"]["url"], bytes)  # not a view of the caller's buffer
+
+
+def test_a_large_chunk_on_a_single_cpu_stays_on_one_thread(monkeypatch: pytest.MonkeyPatch) -> None:
+    monkeypatch.setattr(os, "sched_getaffinity", lambda pid: {0})
+    m = StreamMatcher([("k", PAT)])
+    m.feed(BIG + LINE + b"\n" + BIG)
+    assert m._helper is False and m.hits == {"k": {"url": b"https://h"}}
+
+
+def test_a_large_chunk_with_one_huge_line_and_no_midpoint_newline() -> None:
+    m = StreamMatcher([("k", PAT)])
+    m.feed(b"x\n" + b"y" * (3 * matcher.SPLIT) + b" " + LINE + b"\nrest")
+    assert "k" in m.hits
+
+
+def test_watch_stops_at_its_cap_and_then_costs_nothing() -> None:
+    watch = compile_pattern(r"^\[guard\] .*")
+    m = StreamMatcher([], watch=watch)
+    m.feed(b"[guard] x\n" * 100)
+    assert len(m.seen) == 64 and m.idle
