@@ -9,6 +9,10 @@ from __future__ import annotations
 
 from guard.ir import UNKNOWN, Script
 
+# The tree-sitter lowering, which nearly every parse uses. Importing it loads no tree-sitter
+# code (its parser is built on first use), and here it is one import, not one per parse.
+from guard.parse import treesitter
+
 __all__ = ["parse"]
 
 MAX_INPUT = 1_200_000  # characters (a 1 MiB command and some); larger input is not analysed
@@ -30,9 +34,7 @@ def _describe(parser: str, exc: BaseException) -> str:
     if isinstance(exc, RecursionError):
         return f"{parser}: nesting too deep"
     text = str(exc).strip().splitlines()[0] if str(exc).strip() else ""
-    from guard.parse.treesitter import Unparsed
-
-    if isinstance(exc, Unparsed):
+    if isinstance(exc, treesitter.Unparsed):
         return f"{parser}: {text}"
     return f"{parser}: {type(exc).__name__}{': ' + text[:200] if text else ''}"
 
@@ -50,8 +52,6 @@ def parse_at(src: str, base: int = 0, depth: int = 0) -> Script:
         return Script(None, src, "none", error=f"input too large to analyse ({len(src)} characters)")
     errors: list[str] = []
     try:
-        from guard.parse import treesitter
-
         return treesitter.lower(src, base, depth)
     except Exception as exc:  # noqa: BLE001 - any failure means "try the next parser"
         errors.append(_describe("tree-sitter", exc))

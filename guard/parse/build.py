@@ -46,17 +46,15 @@ def _pipeline(tokens: list) -> Node | None:
     negated = False
     commands: list[Node] = []
     for tok in tokens:
-        if tok == "!":
+        # Operators are strings; testing that first spares comparing each node with "!" and
+        # "|&" through the records' Python-level __eq__.
+        if not isinstance(tok, str):
+            commands.append(tok)
+        elif tok == "!":
             negated = not negated
         elif tok == "|&":
             if commands:
                 commands[-1] = attach_redirects(commands[-1], (_STDERR_TO_STDOUT,))
-        elif tok == "|":
-            continue
-        elif isinstance(tok, str):
-            continue
-        else:
-            commands.append(tok)
     if not commands:
         return None
     if len(commands) == 1 and not negated:
@@ -70,7 +68,7 @@ def build_chain(stream: Stream) -> Node | None:
     ops: list[str] = []
     segment: list = []
     for tok in stream:
-        if tok in ("&&", "||") and isinstance(tok, str):
+        if isinstance(tok, str) and tok in ("&&", "||"):
             node = _pipeline(segment)
             segment = []
             if node is not None:

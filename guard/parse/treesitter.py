@@ -11,6 +11,7 @@ into the whole command (``base`` is the offset of ``src`` in it, for nested pars
 
 from __future__ import annotations
 
+import re
 from bisect import bisect_left
 
 from guard.ir import (
@@ -32,6 +33,7 @@ from guard.ir import (
     Word,
 )
 from guard.parse import build
+from guard.parse._ts_loader import get_parser  # loads tree-sitter on the first call, not here
 from guard.parse.words import _Lexer, decode_ansi_c, lex_word, merge_lits, unescape_dquoted, unescape_unquoted
 from guard.record import replace
 
@@ -52,6 +54,7 @@ _EXPR = frozenset({
     "ternary_expression", "test_command", "compound_statement", "variable_assignment", "subscript",
 })
 _CHAIN = frozenset({"pipeline", "list", "negated_command"})
+_COMPOUND = frozenset({"subshell", "compound_statement"})
 _CHAIN_OPS = frozenset({"|", "|&", "&&", "||", "!"})
 _REDIRECTS = frozenset({"file_redirect", "heredoc_redirect", "herestring_redirect"})
 _SKIP = frozenset({"comment"})
@@ -59,6 +62,7 @@ _EXPANSIONS = frozenset({"simple_expansion", "expansion", "command_substitution"
                          "process_substitution"})
 _DEFAULT_OPS = frozenset({":-", "-", ":=", "=", ":?", "?", ":+", "+"})
 _PLAIN = frozenset(" \t\n\\$'\"`<>")
+_NON_ASCII = re.compile(r"[^\x00-\x7f]")
 
 
 class Unparsed(Exception):
@@ -75,16 +79,7 @@ class _Lower:
         self._starts: list[int] | None = None
         self._extra: list[int] = []
         if len(data) != len(src):
-            starts, extra, total, b = [], [0], 0, 0
-            for ch in src:
-                n = len(ch.encode("utf-8", "surrogatepass"))
-                if n > 1:
-                    starts.append(b)
-                    total += n - 1
-                    extra.append(total)
-                b += n
-            self._starts = starts
-            self._extra = extra
+            self._starts, self._extra = _multibyte_map(src)
 
     # ----------------------------------------------------------------- positions and text
 
@@ -94,16 +89,30 @@ class _Lower:
             return b
         return b - self._extra[bisect_left(self._starts, b)]
 
+    # span/text/pos run a few hundred thousand times per corpus pass; for ASCII input (nearly
+    # all of it) byte and character offsets agree, so they slice directly instead of via ch().
+
     def span(self, a: int, b: int) -> str:
+        if self._starts is None:
+            return self.src[a:b]
         return self.src[self.ch(a):self.ch(b)]
 
     def text(self, n: Any) -> str:
-        return self.span(n.start_byte, n.end_byte)
+        if self._starts is None:
+            return self.src[n.start_byte:n.end_byte]
+        return self.src[self.ch(n.start_byte):self.ch(n.end_byte)]
 
     def pos(self, n: Any) -> tuple[int, int]:
+        if self._starts is None:
+            return (self.base + n.start_byte, self.base + n.end_byte)
         return (self.base + self.ch(n.start_byte), self.base + self.ch(n.end_byte))
 
     def enter(self) -> bool:
+        """One level deeper; False (and ``too_deep``) past MAX_DEPTH. The caller undoes the step.
+
+        ``body``, ``stmt`` and ``parts`` run this test inline (``depth >= MAX_DEPTH`` before the
+        step): they are entered a quarter of a million times per corpus pass.
+        """
         self.depth += 1
         if self.depth > MAX_DEPTH:
             self.too_deep = True
@@ -117,14 +126,15 @@ class _Lower:
 
     def body(self, children: list[Any]) -> Node | None:
         """A statement list (children of program, a group, a do_group, …) as one node."""
-        if not self.enter():
-            self.depth -= 1
+        if self.depth >= MAX_DEPTH:
+            self.too_deep = True
             if not children:
                 return None
             first, last = children[0], children[-1]
             word = Word(self.span(first.start_byte, last.end_byte), (Lit(UNKNOWN),),
                         (self.pos(first)[0], self.pos(last)[1]))
             return Simple((word,), pos=word.pos)
+        self.depth += 1
         try:
             return self._body(children)
         finally:
@@ -144,9 +154,10 @@ class _Lower:
         return build.make_sequence(items)
 
     def stmt(self, n: Any) -> Node:
-        if not self.enter():
-            self.depth -= 1
+        if self.depth >= MAX_DEPTH:
+            self.too_deep = True
             return Simple((self.opaque_word(n),), pos=self.pos(n))
+        self.depth += 1
         try:
             return self._stmt(n)
         finally:
@@ -325,9 +336,13 @@ class _Lower:
         A bare newline there is upstream #347 (the next line's command read as arguments); any
         other text is something tree-sitter dropped (``python3 - <<'EOF'`` loses the ``-``).
         """
+        data = self.data
         for a, b in zip(kids, kids[1:], strict=False):
-            if b.start_byte > a.end_byte:
-                gap = self.span(a.end_byte, b.start_byte).replace("\\\n", "")
+            end, start = a.end_byte, b.start_byte
+            if start > end:
+                if not data[end:start].strip(b" \t"):
+                    continue  # only blanks: the usual case, decided on the bytes
+                gap = self.span(end, start).replace("\\\n", "")
                 if "\n" in gap:
                     raise Unparsed("newline inside a command (tree-sitter-bash #347)")
                 if gap.strip(" \t"):
@@ -340,6 +355,7 @@ class _Lower:
         redirects: list[Redirect] = []
         arg_nodes: list[Any] = []
         rest: list = []
+        compound: list[Any] = []
         for c in kids:
             t = c.type
             if t == "variable_assignment" and not arg_nodes:
@@ -347,15 +363,20 @@ class _Lower:
             elif t in _REDIRECTS:
                 redirects.append(self.redirect(c, rest))
             elif t == "command_name":
-                arg_nodes.extend(c.children)
+                for k in c.children:
+                    arg_nodes.append(k)
+                    if k.type in _COMPOUND:
+                        compound.append(k)
             elif t in _SKIP:
                 continue
             else:
                 arg_nodes.append(c)
-        redirects.extend(r for r in rest if isinstance(r, Redirect))
-        if any(not isinstance(r, Redirect) for r in rest):
-            raise Unparsed("heredoc continuation inside a command")
-        compound = [c for c in arg_nodes if c.type in ("subshell", "compound_statement")]
+                if t in _COMPOUND:
+                    compound.append(c)
+        if rest:
+            redirects.extend(r for r in rest if isinstance(r, Redirect))
+            if any(not isinstance(r, Redirect) for r in rest):
+                raise Unparsed("heredoc continuation inside a command")
         if compound:
             # `time ( … )` / `time { …; }`: the timed compound command itself.
             if len(arg_nodes) == 2 and self.text(arg_nodes[0]) == "time" and not assigns:
@@ -392,26 +413,31 @@ class _Lower:
 
     def group_words(self, nodes: list[Any]) -> list[Word]:
         """Words from argument nodes; nodes that touch form one word (``$"…"``, ``$(a)`b```)."""
-        groups: list[list[Any]] = []
-        for c in nodes:
-            if groups and groups[-1][-1].end_byte == c.start_byte:
-                groups[-1].append(c)
-            else:
-                groups.append([c])
         out: list[Word] = []
-        for g in groups:
-            if len(g) == 1 and g[0].is_named:
-                out.append(self.word(g[0]))
-                continue
-            parts: list[Part] = []
-            for c in g:
-                if c.type == "$" and not c.is_named:
-                    continue
-                parts.extend(self.parts(c, False) if c.is_named else (Lit(self.text(c)),))
-            start, end = g[0], g[-1]
-            raw = self.span(start.start_byte, end.end_byte)
-            out.append(Word(raw, merge_lits(parts), (self.pos(start)[0], self.pos(end)[1])))
+        i, count = 0, len(nodes)
+        while i < count:
+            first = nodes[i]
+            j, end = i + 1, first.end_byte
+            while j < count and nodes[j].start_byte == end:
+                end = nodes[j].end_byte
+                j += 1
+            if j == i + 1 and first.is_named:  # a word on its own, the usual case
+                out.append(self.word(first))
+            else:
+                out.append(self.joined_word(nodes[i:j]))
+            i = j
         return out
+
+    def joined_word(self, g: list[Any]) -> Word:
+        """One word from touching nodes (``$"…"``, ``$(a)`b```), or from one anonymous node."""
+        parts: list[Part] = []
+        for c in g:
+            if c.type == "$" and not c.is_named:
+                continue
+            parts.extend(self.parts(c, False) if c.is_named else (Lit(self.text(c)),))
+        start, end = g[0], g[-1]
+        raw = self.span(start.start_byte, end.end_byte)
+        return Word(raw, merge_lits(parts), (self.pos(start)[0], self.pos(end)[1]))
 
     def declaration(self, n: Any) -> Node:
         words: list[Word] = []
@@ -612,12 +638,21 @@ class _Lower:
     # ----------------------------------------------------------------- words
 
     def word(self, n: Any) -> Word:
+        t = n.type
+        if (t == "word" or t == "number") and self.depth < MAX_DEPTH and self._starts is None:
+            # Most words are plain (``-la``, ``src/x.py``) in ASCII text: one literal, no lexing,
+            # no merging, byte offsets used as they are.
+            a, b = n.start_byte, n.end_byte
+            text = self.src[a:b]
+            if _PLAIN.isdisjoint(text):
+                return Word(text, (Lit(text),) if text else (), (self.base + a, self.base + b))
         return Word(self.text(n), merge_lits(list(self.parts(n, False))), self.pos(n))
 
     def parts(self, n: Any, quoted: bool) -> tuple[Part, ...] | list[Part]:
-        if not self.enter():
-            self.depth -= 1
+        if self.depth >= MAX_DEPTH:
+            self.too_deep = True
             return (Lit(UNKNOWN, quoted),)
+        self.depth += 1
         try:
             return self._parts(n, quoted)
         finally:
@@ -629,7 +664,7 @@ class _Lower:
             text = self.text(n)
             if quoted:
                 return (Lit(unescape_dquoted(text), True),)
-            if not any(ch in _PLAIN for ch in text):
+            if _PLAIN.isdisjoint(text):
                 return (Lit(text),)
             return lex_word(text, self.base + self.ch(n.start_byte), None)
         if t in ("string", "translated_string"):
@@ -795,6 +830,24 @@ class _Lower:
         return Script(body, source, "tree-sitter")
 
 
+def _multibyte_map(src: str) -> tuple[list[int], list[int]]:
+    """For ``ch``: the byte offset of each character that takes more than one UTF-8 byte, and the
+    running count of extra bytes before and after each of them (``extra[0]`` is 0).
+
+    Only the non-ASCII characters are visited, so a long mostly-ASCII command costs little.
+    """
+    starts: list[int] = []
+    extra = [0]
+    total = 0
+    for m in _NON_ASCII.finditer(src):
+        c = m.group()
+        n = 2 if c < "\u0800" else 3 if c < "\U00010000" else 4  # surrogates: 3, as surrogatepass
+        starts.append(m.start() + total)
+        total += n - 1
+        extra.append(total)
+    return starts, extra
+
+
 def _index(parent: Any, child: Any) -> int:
     for i, c in enumerate(parent.children):
         if c.id == child.id:
@@ -808,8 +861,6 @@ def _strip_tabs(text: str) -> str:
 
 def lower(src: str, base: int = 0, depth: int = 0) -> Script:
     """Parse ``src`` with tree-sitter and lower it; raises ``Unparsed`` when the tree is not trusted."""
-    from guard.parse._ts_loader import get_parser
-
     data = src.encode("utf-8", "surrogatepass")
     tree = get_parser().parse(data)
     if tree is None:

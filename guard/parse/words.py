@@ -10,6 +10,7 @@ nested ``Script``; ``base`` is the character offset of ``text`` in the whole com
 
 from __future__ import annotations
 
+import re
 from collections.abc import Callable
 
 from guard.ir import UNKNOWN, Arith, CmdSub, Lit, Param, Part, ProcSub, Script, Word
@@ -73,40 +74,34 @@ def decode_ansi_c(body: str) -> str:
     return "".join(out)
 
 
+# The unescapes below run on every quoted string of every command, often long ``-c`` scripts;
+# one regex substitution replaces a Python loop over each character.
+_UNQUOTED_ESCAPE = re.compile(r"\\(.)", re.DOTALL)
+_DQUOTED_ESCAPES: dict[str, re.Pattern[str]] = {}
+
+
+def _drop_backslash(m: re.Match[str]) -> str:
+    """An escape's replacement: the escaped character, or nothing for backslash-newline."""
+    c = m.group(1)
+    return "" if c == "\n" else c
+
+
 def unescape_unquoted(text: str) -> str:
     """Unquoted text: ``\\x`` → ``x``, backslash-newline removed."""
     if "\\" not in text:
         return text
-    out: list[str] = []
-    i, n = 0, len(text)
-    while i < n:
-        c = text[i]
-        if c == "\\" and i + 1 < n:
-            if text[i + 1] != "\n":
-                out.append(text[i + 1])
-            i += 2
-            continue
-        out.append(c)
-        i += 1
-    return "".join(out)
+    return _UNQUOTED_ESCAPE.sub(_drop_backslash, text)
 
 
 def unescape_dquoted(text: str, specials: str = '$`"\\') -> str:
     """Text inside double quotes: only ``\\$ \\` \\" \\\\`` and backslash-newline are escapes."""
     if "\\" not in text:
         return text
-    out: list[str] = []
-    i, n = 0, len(text)
-    while i < n:
-        c = text[i]
-        if c == "\\" and i + 1 < n and (text[i + 1] in specials or text[i + 1] == "\n"):
-            if text[i + 1] != "\n":
-                out.append(text[i + 1])
-            i += 2
-            continue
-        out.append(c)
-        i += 1
-    return "".join(out)
+    pattern = _DQUOTED_ESCAPES.get(specials)
+    if pattern is None:
+        chars = "".join(re.escape(c) for c in dict.fromkeys(specials + "\n"))
+        pattern = _DQUOTED_ESCAPES[specials] = re.compile(f"\\\\([{chars}])")
+    return pattern.sub(_drop_backslash, text)
 
 
 def unescape_backtick(text: str) -> str:

@@ -9,6 +9,7 @@ from __future__ import annotations
 
 import re
 from collections.abc import Mapping
+from functools import lru_cache
 
 from guard import paths
 from guard.ir import UNKNOWN, Invocation
@@ -35,7 +36,15 @@ def where(path: str | None, world: World) -> str | None:
         return None
     if path.startswith(UNKNOWN):
         return "unknown"
-    hit = paths.in_trees(path, world.trees)
+    return _where_in(path, world.trees)
+
+
+@lru_cache(maxsize=4096)
+def _where_in(path: str, trees: tuple[str, ...]) -> str:
+    """``where`` for a path that may be in the trees. Cached per process like ``paths.real``,
+    which it rests on: a path's place does not change during a run, and nearly every
+    invocation asks it of a cwd that earlier ones asked already."""
+    hit = paths.in_trees(path, trees)
     return "tree" if hit else ("outside" if hit is False else "unknown")
 
 
@@ -499,6 +508,19 @@ CRED_RE = re.compile(
     r"(^|/)\.git-credentials$|(^|/)\.config/git/credentials$|(^|/)\.config/gh(/|$)|(^|/)[._]netrc$|"
     r"^/proc/[^/]+/environ$|(^|/)hosts\.yml$"
 )
+# Every string CRED_RE matches holds one of these; an ``in`` test for them is far cheaper than the
+# regex's anchored alternatives tried at every offset of a long operand (a script passed to -c).
+CRED_LITERALS = ("credentials", ".config/gh", "netrc", "environ", "hosts.yml")
+
+
+def _names_cred_store(path: str) -> bool:
+    """``CRED_RE.search(path)``, skipping the regex when no literal it needs is present."""
+    for lit in CRED_LITERALS:
+        if lit in path:
+            return CRED_RE.search(path) is not None
+    return False
+
+
 MENTION_ONLY = frozenset({"echo", "printf", "unset", ":", "true", "rm"})
 
 
@@ -517,8 +539,12 @@ def token_facts(inv: Invocation, world: World) -> dict:
         for nxt in inv.pipe_to:
             if nxt and nxt[0].rsplit("/", 1)[-1] in SEARCHERS and any(TOKENISH.search(a) for a in nxt[1:]):
                 facts["env_search"] = True
-    if prog not in MENTION_ONLY and any(_is_cred_store(a, inv.cwd, world) for a in (*args, *inv.reads)):
-        facts["cred_store"] = True
+    if prog not in MENTION_ONLY:
+        operands = (*args, *inv.reads)
+        # One CRED_HINT pass over all operands first: no hint literal contains a newline, so the
+        # joined text holds a hint exactly when some operand does (most hold none).
+        if CRED_HINT.search("\n".join(operands)) and any(_is_cred_store(a, inv.cwd, world) for a in operands):
+            facts["cred_store"] = True
     if prog in SEARCHERS or (prog == "git" and "grep" in args[:3]):
         if any(TOKEN_PATTERNS.search(a) for a in args):
             facts["token_grep"] = True
@@ -529,6 +555,12 @@ def token_facts(inv: Invocation, world: World) -> dict:
 CRED_HINT = re.compile(r"cred|netrc|environ|gh|hosts|[*?\[]")
 CRED_TEMPLATES = ("~/.git-credentials", "~/.config/git/credentials", "~/.config/gh", "~/.config/gh/hosts.yml",
                   "~/.netrc", "~/_netrc", "/proc/1/environ", "/proc/self/environ")
+
+
+@lru_cache(maxsize=16)
+def _cred_paths(home: str) -> tuple[str, ...]:
+    """CRED_TEMPLATES with ``~`` expanded for ``home`` (one home per run, asked per glob operand)."""
+    return tuple(paths.expand_tilde(t, home) for t in CRED_TEMPLATES)
 
 
 def _is_cred_store(arg: str, cwd: str, world: World) -> bool:
@@ -544,12 +576,12 @@ def _is_cred_store(arg: str, cwd: str, world: World) -> bool:
     full = paths.join(cwd, value.replace(UNKNOWN, "x"), home) if not value.startswith(("-", "http")) else value
     for cand in (value, full):
         c = paths.expand_tilde(cand, home).rstrip("/")
-        if CRED_RE.search(c) and not ("hosts.yml" in c and ".config/gh" not in c):
+        if _names_cred_store(c) and not ("hosts.yml" in c and ".config/gh" not in c):
             return True
     cut = min((i for i in (full.find("*"), full.find("?"), full.find("[")) if i >= 0), default=-1)
     if cut >= 0:
         head = full[:cut]
-        targets = [t for t in (paths.expand_tilde(t, home) for t in CRED_TEMPLATES) if t.startswith(head)]
+        targets = [t for t in _cred_paths(home) if t.startswith(head)]
         if targets:  # only a glob whose literal start leads to a store is worth matching
             from fnmatch import fnmatchcase
 
@@ -574,20 +606,22 @@ COPY_WITH_ARG = frozenset({"--exclude", "--include", "--filter", "-f", "-e", "--
                            "-S", "--suffix", "--chown", "--chmod", "--exclude-from", "--include-from", "-m", "--mode"})
 COPIERS = frozenset({"cp", "mv", "rsync", "install", "ln", "ditto"})
 WRITERS = frozenset({"tee", "touch", "mkdir", "cp", "mv", "install", "ln", "rsync", "dd", "truncate"})
+_FILE_PROGRAMS = WRITERS | COPIERS | {"pip", "pip3", "uv"}  # those file_facts looks at beyond writes
 
 
 def file_facts(inv: Invocation, world: World) -> dict:
+    prog = inv.program
+    if not inv.writes and prog not in _FILE_PROGRAMS:
+        return {}  # writes nothing, copies nothing, installs nothing: most invocations
     facts: dict = {}
     home = world.home
     targets = list(inv.writes)
-    prog = inv.program
-    pos = [a for a in inv.argv[1:] if not a.startswith("-")]
     sources, dest = _copy_operands(inv) if prog in COPIERS else ([], None)
     if prog in WRITERS:
         if prog == "dd":
             targets += [a[3:] for a in inv.argv[1:] if a.startswith("of=")]
         elif prog in ("tee", "touch", "mkdir", "truncate"):
-            targets += pos
+            targets += [a for a in inv.argv[1:] if not a.startswith("-")]
         elif dest is not None:
             targets.append(dest)
     for t in targets:

@@ -10,11 +10,10 @@ from __future__ import annotations
 from guard.context import Context
 from guard.ir import Resolution, Script
 from guard.resolve.state import Sink
+from guard.resolve.walk import walk_script  # at module level: not an import per command
 
 
 def resolve(script: Script, ctx: Context) -> Resolution:
-    from guard.resolve.walk import walk_script
-
     sink = Sink()
     try:
         walk_script(script, ctx, sink)

@@ -7,14 +7,15 @@ import re
 
 from guard import paths
 from guard.ir import UNKNOWN
-from guard.resolve.state import State
+from guard.resolve.inline import analyze_inline, interpreter_lang  # not an import per command
+from guard.resolve.state import Frame, State
 from guard.resolve.words import PROCSUB_PATH as FAKE_PROCSUB
 from guard.resolve.wrappers import SHELLS, WRAPPERS, basename
 
 TYPE_CHECKING = False  # typing costs ~2-7 ms to import on the command path
 
 if TYPE_CHECKING:
-    from guard.resolve.walk import Frame, Walker
+    from guard.resolve.walk import Walker
 
 SCRIPT_CAP = 512 * 1024
 
@@ -31,31 +32,33 @@ def run(
     pos: tuple[int, int],
     cwd: str | None = None,
 ) -> tuple[str, ...] | None:
-    """Unwrap ``argv``, follow what it runs, and emit the invocations. Returns the final argv."""
-    from guard.resolve.walk import Frame
+    """Unwrap ``argv``, follow what it runs, and emit the invocations. Returns the final argv.
 
+    Each emit passes ``program=prog``, the basename of ``argv[0]`` already taken here.
+    """
     cwd = cwd or st.cwd
     env = dict(env)
-    home = _home(st)
     for _ in range(16):
         if not argv:
             return None
-        handler = WRAPPERS.get(basename(argv[0]))
+        prog = basename(argv[0])
+        handler = WRAPPERS.get(prog)
         inner = handler(argv) if handler else None
         if inner is None:
-            break
+            break  # ``prog`` names what runs
         if inner.keep_outer:
-            w.emit(argv, st, fr, env, stdin, writes, refs, pos, cwd=cwd)
+            w.emit(argv, st, fr, env, stdin, writes, refs, pos, program=prog, cwd=cwd)
         env.update(inner.env)
         if inner.cwd:
-            cwd = paths.real(paths.join(cwd, inner.cwd, home))
+            cwd = paths.real(paths.join(cwd, inner.cwd, _home(st)))
         if inner.shell is not None:
             sub = _child(st, cwd, env)
             w.string(inner.shell, sub, fr, inner.via, stdin)
             return None
         fr = Frame(fr.via + (inner.via,), fr.depth, fr.lang)
         argv = _feed_xargs(inner.argv, stdin) if inner.via == "xargs" and stdin is not None else inner.argv
-    prog = basename(argv[0])
+    else:
+        prog = basename(argv[0])  # sixteen wrappers deep: what the last one runs
     if prog in SHELLS and _shell(w, argv, st, fr, cwd, env, stdin):
         return argv
     if prog == "eval":
@@ -76,14 +79,14 @@ def run(
     if prog == "git" and _git_alias(w, argv, st, fr, cwd, env, stdin, writes, refs, pos):
         return argv
     if prog in ("npm", "yarn", "pnpm", "make", "gmake") and _project_runner(w, argv, st, fr, cwd, env):
-        w.emit(argv, st, fr, env, stdin, writes, refs, pos, cwd=cwd)
+        w.emit(argv, st, fr, env, stdin, writes, refs, pos, program=prog, cwd=cwd)
         return argv
     if _interpreter(w, argv, st, fr, cwd, env, stdin):
-        w.emit(argv, st, fr, env, stdin, writes, refs, pos, cwd=cwd)
+        w.emit(argv, st, fr, env, stdin, writes, refs, pos, program=prog, cwd=cwd)
         return argv
     if "/" in argv[0] and _executable_script(w, argv, st, fr, cwd, env):
         return argv
-    w.emit(argv, st, fr, env, stdin, writes, refs, pos, cwd=cwd)
+    w.emit(argv, st, fr, env, stdin, writes, refs, pos, program=prog, cwd=cwd)
     return argv
 
 
@@ -93,7 +96,6 @@ def _git_alias(
 ) -> bool:
     """Expand a git alias into what it runs; remember ``git config alias.X …`` for later."""
     from guard.resolve import gitalias
-    from guard.resolve.walk import Frame
 
     defined = gitalias.defined_by(argv)
     if defined:
@@ -130,7 +132,6 @@ def _project_runner(
 ) -> bool:
     """``npm run X`` and ``make X``: analyse the commands they would run, from their files."""
     from guard.resolve import projects
-    from guard.resolve.walk import Frame
 
     prog = basename(argv[0])
     steps = projects.make_recipes(argv, cwd) if prog in ("make", "gmake") else projects.npm_scripts(argv, cwd)
@@ -350,8 +351,6 @@ def _interpreter(
     w: Walker, argv: tuple[str, ...], st: State, fr: Frame, cwd: str, env: dict[str, str | None], stdin: str | None
 ) -> bool:
     """Analyse an inline program (``python -c``, ``node -e``, heredoc, a script file)."""
-    from guard.resolve.inline import interpreter_lang
-
     lang = interpreter_lang(argv[0])
     if lang is None:
         return False
@@ -395,9 +394,6 @@ def _inline_source(
 def inline_findings(
     w: Walker, lang: str, code: str, label: str, st: State, fr: Frame, cwd: str, env: dict[str, str | None]
 ) -> None:
-    from guard.resolve.inline import analyze_inline
-    from guard.resolve.walk import Frame
-
     findings, notes = analyze_inline(lang, code)
     for n in notes[:5]:
         w.sink.note(n)
@@ -439,8 +435,6 @@ def _executable_script(
         sub.positional = list(argv[1:])
         w.string(text, sub, fr, _show(argv[0]))
         return True
-    from guard.resolve.inline import interpreter_lang
-
     lang = interpreter_lang(interp)
     if lang:
         inline_findings(w, lang, text, _show(argv[0]), st, fr, cwd, env)

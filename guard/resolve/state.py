@@ -11,6 +11,19 @@ from guard.record import dataclass, field
 Value = str | list[str] | None
 
 
+@dataclass(frozen=True)
+class Frame:
+    """Where the walk is: the indirections that led here, how many re-parses deep, the language.
+
+    Defined here rather than in ``walk`` so that ``programs``, which ``walk`` imports, can
+    import it at module level instead of once per command.
+    """
+
+    via: tuple[str, ...] = ()
+    depth: int = 0
+    lang: str = "sh"
+
+
 @dataclass
 class State:
     cwd: str

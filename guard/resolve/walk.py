@@ -6,6 +6,8 @@ interpreters, scripts) is in ``guard.resolve.programs``.
 
 from __future__ import annotations
 
+from functools import lru_cache
+
 from guard import paths
 from guard.context import Context
 from guard.ir import (
@@ -17,6 +19,7 @@ from guard.ir import (
     Invocation,
     Lit,
     Node,
+    Param,
     Pipeline,
     Redirect,
     Script,
@@ -25,19 +28,13 @@ from guard.ir import (
     Subshell,
     Word,
 )
-from guard.record import dataclass
+from guard.record import replace
 from guard.resolve import builtins, programs
-from guard.resolve.state import Sink, State
-from guard.resolve.words import expand_one, expand_word
+from guard.resolve.state import Frame, Sink, State
+from guard.resolve.words import expand_one, expand_word, literal_field
+from guard.resolve.wrappers import basename
 
 OUTPUT_OPS = frozenset({">", ">>", ">|", "&>", "&>>", "<>"})
-
-
-@dataclass(frozen=True)
-class Frame:
-    via: tuple[str, ...] = ()
-    depth: int = 0
-    lang: str = "sh"
 
 
 class Walker:
@@ -153,13 +150,19 @@ class Walker:
                 old = st.vars.get(a.name)
                 value = (old if isinstance(old, str) else UNKNOWN) + value
             assigned[a.name] = value
-        writes, in_stdin = self.redirect_effects(n.redirects, st, fr, refs)
-        if in_stdin is not None:
-            stdin = in_stdin  # a heredoc or here-string replaces piped input
+        writes: tuple[str, ...] = ()
+        if n.redirects:
+            writes, in_stdin = self.redirect_effects(n.redirects, st, fr, refs)
+            if in_stdin is not None:
+                stdin = in_stdin  # a heredoc or here-string replaces piped input
         self.stdin_used = stdin
         argv: list[str] = []
         for w in n.words:
-            argv.extend(self.expand(w, st, fr, refs))
+            field = literal_field(w)
+            if field is not None:
+                argv.append(field)
+            else:
+                argv.extend(self.expand(w, st, fr, refs))
         if not n.words:
             st.vars.update(assigned)
             if refs:
@@ -168,17 +171,18 @@ class Walker:
         if not argv:
             # every word expanded to nothing (e.g. "$EMPTY"): nothing runs
             return None
-        env = {k: (v if isinstance(v, str) else None) for k, v in assigned.items()}
+        env = {k: (v if isinstance(v, str) else None) for k, v in assigned.items()} if assigned else {}
         # aliases apply to the first word when it was written as a plain literal
         first = n.words[0]
+        literal = first.literal if st.aliases else None  # no aliases (the usual case): no lookup
         if (
-            first.literal is not None
-            and first.literal in st.aliases
+            literal is not None
+            and literal in st.aliases
             and fr.depth < self.sink.max_depth
             and not (len(first.parts) == 1 and isinstance(first.parts[0], Lit) and first.parts[0].quoted)
             and not first.raw.startswith("\\")
         ):
-            return self.alias(n, first.literal, st, fr)
+            return self.alias(n, literal, st, fr)
         name = argv[0]
         if name in st.functions and fr.depth < self.sink.max_depth:
             return self.call_function(name, argv, st, fr, stdin)
@@ -189,10 +193,11 @@ class Walker:
         builtins.apply(argv, st)  # after the emit, so `cd X` itself runs where it was typed
         if writes:
             self.remember_written(tuple(argv), stdin, writes, st)
-        if final and final[0].rsplit("/", 1)[-1] in ("rm", "rmdir"):
+        ran = final[0].rsplit("/", 1)[-1] if final else None
+        if ran in ("rm", "rmdir"):
             home = str(st.vars.get("HOME") or "/root")
             st.removed.update(paths.join(st.cwd, a, home) for a in final[1:] if not a.startswith("-"))
-        if final and final[0].rsplit("/", 1)[-1] == "git":
+        elif ran == "git":
             made = programs.repository_made(final, st)
             if made:
                 st.cloned.add(made)
@@ -332,8 +337,6 @@ class Walker:
         cwd: str | None = None,
         facts: dict | None = None,
     ) -> None:
-        from guard.resolve.wrappers import basename
-
         prog = program or (basename(argv[0]) if argv else "")
         merged = dict(st.exported)
         merged.update(env)
@@ -359,8 +362,6 @@ class Walker:
 
 def _computed_name(word: Word) -> str | None:
     """How a command name that was not written literally was computed, for the via chain."""
-    from guard.ir import Param
-
     for p in word.parts:
         if isinstance(p, Param):
             return f"array {p.name}" if p.index in ("@", "*") else f"variable {p.name}"
@@ -370,8 +371,6 @@ def _computed_name(word: Word) -> str | None:
 
 
 def _with(inv: Invocation, **kw: object) -> Invocation:
-    from guard.record import replace
-
     return replace(inv, **kw)
 
 
@@ -381,8 +380,14 @@ def walk_script(script: Script, ctx: Context, sink: Sink) -> None:
     w.node(script.body, st, Frame())
 
 
+@lru_cache(maxsize=64)
+def _start_cwd(cwd: str) -> str:
+    """``paths.normalise`` of the caller's cwd, which is the same for command after command."""
+    return paths.normalise(cwd)
+
+
 def initial_state(ctx: Context) -> State:
-    st = State(cwd=paths.normalise(ctx.cwd), vars=dict(ctx.env))
+    st = State(cwd=_start_cwd(ctx.cwd), vars=dict(ctx.env))
     st.aliases.update(ctx.aliases)
     for name, src in ctx.functions.items():
         st.functions[name] = src

@@ -95,6 +95,18 @@ def param_value(p: Param, st: State, subst: SubstFn, refs: list[str]) -> list[st
     return UNKNOWN
 
 
+def literal_field(word: Word) -> str | None:
+    """The one field ``word`` expands to when it is a single literal that needs nothing looked
+    up (no leading unquoted ``~``), else None. Most words are (``-la``, ``src/x.py``, ``'a b'``);
+    the walker takes them as they are instead of going through ``expand_word``."""
+    parts = word.parts
+    if len(parts) == 1 and type(parts[0]) is Lit:
+        lit = parts[0]
+        if lit.quoted or not lit.text.startswith("~"):
+            return lit.text
+    return None
+
+
 def expand_word(
     word: Word, st: State, subst: SubstFn, refs: list[str] | None = None, split: bool = True
 ) -> list[str]:
@@ -102,6 +114,14 @@ def expand_word(
 
     An unquoted expansion that yields nothing removes the field, as bash does.
     """
+    parts = word.parts
+    if len(parts) == 1 and type(parts[0]) is Lit:
+        # Most words are one literal (``-la``, ``src/x.py``): one field, nothing to look up.
+        lit = parts[0]
+        text = lit.text
+        if not lit.quoted and text.startswith("~"):
+            text = expand_tilde(text, str(st.vars.get("HOME") or "/root"))
+        return [text]
     if refs is None:
         refs = []
     fields: list[str] = []

@@ -23,8 +23,8 @@ class Inner:
 
 
 def basename(prog: str) -> str:
-    name = prog.rsplit("/", 1)[-1]
-    if name.lower().endswith(".exe"):
+    name = prog.rsplit("/", 1)[-1] if "/" in prog else prog
+    if name[-4:].lower() == ".exe":  # lower() of the last four characters, not the whole name
         name = name[:-4]
     return name
 

@@ -26,6 +26,7 @@ import os
 import signal
 import socket
 import sys
+from collections.abc import Callable
 
 from guard.serve import client, wire
 
@@ -81,7 +82,7 @@ def _warm_env() -> dict[str, str]:
 def warm_up() -> None:
     """Import every stage and run the warm-up commands, then forget path lookups (the tree may
     change while the server lives) and freeze the heap so forked children share it."""
-    from guard import paths, precheck, shell  # noqa: F401 - loaded for the children
+    from guard import precheck, shell  # noqa: F401 - loaded for the children
     from guard.audit import log  # noqa: F401
     from guard.context import Context
     from guard.engine import analyze
@@ -98,9 +99,34 @@ def warm_up() -> None:
         bashlex_fallback.lower("a=(1 2); echo ${a[@]}")
     except Exception:  # noqa: BLE001
         pass
-    paths.real.cache_clear()
+    _CACHES[:] = _guard_caches()
+    forget()
     gc.collect()
     gc.freeze()
+
+
+_CACHES: list[Callable[[], None]] = []
+
+
+def _guard_caches() -> list[Callable[[], None]]:
+    """``cache_clear`` of every functools cache in guard's modules."""
+    found = []
+    for name, module in list(sys.modules.items()):
+        if name == "guard" or name.startswith("guard."):
+            for value in list(vars(module).values()):
+                clear = getattr(value, "cache_clear", None)
+                if callable(clear) and getattr(value, "__module__", None) == name:
+                    found.append(clear)
+    return found
+
+
+def forget() -> None:
+    """Empty guard's per-process caches. Some rest on the filesystem (``paths.real`` and what
+    is built on it), which a one-shot guard-shell may treat as fixed but a worker that waited
+    minutes for its request may not; each request starts from empty ones, as a fresh process
+    would."""
+    for clear in _CACHES:
+        clear()
 
 
 def serve_one(conn: socket.socket) -> None:
@@ -175,6 +201,7 @@ def _worker(listener: socket.socket, files: list[str], stamp: tuple[tuple[int, i
     with conn:
         if code_stamp(files) != stamp:
             return STALE_EXIT  # no reply: the caller analyses in-process
+        forget()
         serve_one(conn)
     return 0
 

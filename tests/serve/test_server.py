@@ -294,3 +294,31 @@ def test_requests_from_many_callers_at_once_are_all_answered(sock: str) -> None:
         got = list(pool.map(lambda c: ask(c[0], c[1], env), commands))
     assert [g[0] if g else None for g in got] == [c[2] for c in commands]
 
+
+
+def test_a_symlink_repointed_between_requests_is_followed_afresh(sock: str, tmp_path: Path) -> None:
+    start_server(sock)
+    tree, outside = tmp_path / "tree", tmp_path / "outside"
+    (tree / "app").mkdir(parents=True)
+    outside.mkdir()
+    link = tmp_path / "link"
+    link.symlink_to(outside)
+    env = {"PATH": "/usr/bin:/bin", "HOME": str(tmp_path), "GUARD_TREE": str(tree)}
+    assert ask("cd link && git init", str(tmp_path), env) == (b"run", b"")
+    link.unlink()
+    link.symlink_to(tree / "app")
+    action, said = ask("cd link && git init", str(tmp_path), env) or (b"", b"")
+    assert action == b"refuse" and said.startswith(b"Refused: git init would create a repository")
+
+
+def test_forget_empties_the_caches_that_rest_on_the_filesystem() -> None:
+    from guard import paths
+    from guard.policy import facts
+    from guard.serve import server
+
+    server._CACHES[:] = server._guard_caches()
+    paths.real("/tmp")
+    facts._where_in("/tmp", ("/workspace",))
+    assert paths.real.cache_info().currsize and facts._where_in.cache_info().currsize
+    server.forget()
+    assert paths.real.cache_info().currsize == 0 and facts._where_in.cache_info().currsize == 0
