@@ -6,14 +6,17 @@ Throughput: a command writes SIZE bytes to stderr (``head -c SIZE /dev/zero >&2`
 variant of 50-byte lines, which exercises the matcher) to three destinations: /dev/null, a
 regular file, and a pipe read by ``cat >/dev/null`` (agent harnesses capture stderr into files
 and pipes). For each: *direct* (the command's stderr is the destination), *floor* (one extra
-``cat`` between the command and the destination) and *relay* (``guard annotate``). Best wall
-time of RUNS each; ratios are direct / other (1.0 = as fast as direct).
+``cat`` between the command and the destination) and *relay* (``guard annotate``), run in turn
+each round; best wall time of RUNS each; ratios are direct / other (1.0 = as fast as direct).
+The file lives on a tmpfs when there is one, so the figure is the relay's cost, not the disk's.
 
-The floor is what any relay that copies bytes through user space costs at least: it adds a pipe
-hop, so every byte is copied into the pipe by the writer, out of it by the reader and then
-written on (against /dev/null the direct write copies nothing at all, so no copying relay can get
-near 1.0 there). relay / floor is what the guard's own work costs on top: Python's start and the
-rule loading (about 30-40 ms, see the startup line) and scanning every line.
+The relay interposes on pipes only. A pipe destination pays the floor: one extra pipe hop, every
+byte copied into the pipe by the writer, out of it by the reader and written on, plus the scan.
+A regular file is written by the command itself while a second thread reads back what it appended
+and scans it, so only the scan competes (for the second CPU). /dev/null is inherited: nothing
+written there can be read, annotations included, so nothing is relayed. relay / floor is what
+the guard's own work costs on top of a copying hop: Python's start (see the startup line) and
+scanning every line.
 
 Startup: ``guard annotate -- true``. Latency: a child writes LINES timestamped lines 0.5 ms
 apart; the reader notes arrival times (CLOCK_MONOTONIC is shared by processes) and prints median
@@ -71,6 +74,23 @@ def timed(cmd: str) -> tuple[float, int]:
 def best(runs: int, cmd: str) -> tuple[float, int]:
     results = [timed(cmd) for _ in range(runs)]
     return min(r[0] for r in results), max(r[1] for r in results)
+
+
+def best_of_rounds(runs: int, cmds: list[str]) -> list[tuple[float, int]]:
+    """Best time and peak RSS of each command, running them in turn each round, so that drift
+    (load, page-cache writeback of the previous run's file) falls on all of them alike."""
+    results: list[list[tuple[float, int]]] = [[] for _ in cmds]
+    for _ in range(runs):
+        for i, cmd in enumerate(cmds):
+            results[i].append(timed(cmd))
+    return [(min(r[0] for r in rs), max(r[1] for r in rs)) for rs in results]
+
+
+def scratch_dir() -> str:
+    """Where the file destination lives: a tmpfs when there is one, so the figure is the relay's
+    cost and not the disk's; else the temp folder."""
+    shm = "/dev/shm"
+    return shm if os.path.isdir(shm) and os.access(shm, os.W_OK) else tempfile.gettempdir()
 
 
 def destinations(tmp: str) -> list[tuple[str, str, str]]:
@@ -131,15 +151,15 @@ def main() -> int:
 
     print(f"stderr relay bench: {size / (1 << 20):.0f} MiB per run, best of {args.runs}, "
           f"python {sys.version.split()[0]}, {os.cpu_count()} CPUs, load {os.getloadavg()[0]:.1f}")
-    print(f"{'workload':<21}{'destination':<12}{'direct':>9}{'floor':>9}{'relay':>9}"
-          f"{'floor/d':>9}{'relay/d':>9}{'relay/fl':>10}{'rss relay':>11}")
-    with tempfile.TemporaryDirectory() as tmp:
+    with tempfile.TemporaryDirectory(dir=scratch_dir()) as tmp:
+        print(f"file destination in {os.path.dirname(tmp)}; direct, floor and relay alternate each round")
+        print(f"{'workload':<21}{'destination':<12}{'direct':>9}{'floor':>9}{'relay':>9}"
+              f"{'floor/d':>9}{'relay/d':>9}{'relay/fl':>10}{'rss relay':>11}")
         for name, script in (("zeros, no newline", zeros), ("text, 50-byte lines", text)):
             for dest_name, dest, hop in destinations(tmp):
                 direct = shlex.join(["sh", "-c", script])
-                d, _ = best(args.runs, f"{direct} {dest}")
-                f, _ = best(args.runs, f"{direct} {hop}")
-                g, g_rss = best(args.runs, f"{shlex.join(guard('sh', '-c', script))} {dest}")
+                (d, _), (f, _), (g, g_rss) = best_of_rounds(args.runs, [
+                    f"{direct} {dest}", f"{direct} {hop}", f"{shlex.join(guard('sh', '-c', script))} {dest}"])
                 print(f"{name:<21}{dest_name:<12}{d:>8.3f}s{f:>8.3f}s{g:>8.3f}s"
                       f"{d / f:>9.2f}{d / g:>9.2f}{f / g:>10.2f}{g_rss / 1024:>9.1f}MB")
     t, _ = best(args.runs, "true")

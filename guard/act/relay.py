@@ -1,10 +1,16 @@
 """Run a program with its stderr relayed through the guard (SPEC §5).
 
-Every byte the program writes to stderr is copied to the guard's own stderr unchanged, in order
-and as soon as it is read (one ``os.read`` of up to 1 MiB, one ``os.write``), and then shown to a
-*sink* (the annotator) that looks at line tails only. stdin and stdout are the program's own: the
-child inherits them. When the guard's stderr is a terminal the child's stderr is a pty, so the
-command still sees a terminal.
+Every byte the program writes to stderr reaches the guard's own stderr unchanged and in order,
+and is shown to a *sink* (the annotator) that looks at line tails only. stdin and stdout are the
+program's own: the child inherits them. How the bytes travel depends on what stderr is:
+
+- a pipe, a socket, or a file that is also stdout: the child writes to a pipe and the guard
+  copies each read (one ``os.read`` of up to 1 MiB, one ``os.write``) as soon as it arrives;
+- a terminal: the same through a pty, so the command still sees a terminal;
+- a regular file of its own: the child writes to the file itself, at full speed, and a second
+  thread reads back what it appended (from the offset its first byte lands at) for the sink;
+- /dev/null (or closed): nothing can be read there, annotations included, so the child simply
+  inherits it and nothing is relayed.
 
 Public entry points
 -------------------
@@ -100,7 +106,8 @@ def run(
     nested = env_map.get(MARKER) == "1"
     sink_factory: Callable[[], Sink] | None = None
     child_env = env_map
-    if annotate and not nested:
+    target = stderr_target()
+    if annotate and not nested and target not in ("null", "closed"):
         child_env = dict(env_map)
         child_env[MARKER] = "1"
         here = cwd or _getcwd(env_map)
@@ -117,7 +124,7 @@ def run(
                 programs=programs,
             )
 
-    status, sig = _run(argv, child_env, sink_factory)
+    status, sig = _run(argv, child_env, sink_factory, target)
     if mirror_signal and sig:
         die_like(sig)
     return status
@@ -200,7 +207,54 @@ def _pdeathsig_wrapper() -> str | None:
     return None
 
 
-def _run(argv: list[str], env: Mapping[str, str], sink_factory: Callable[[], Sink] | None) -> tuple[int, int]:
+def stderr_target() -> str:
+    """What this process's stderr is: ``"tty"``, ``"null"`` (/dev/null), ``"file"`` (a regular
+    file that is not also stdout), ``"stream"`` (a pipe, a socket, a file shared with stdout …)
+    or ``"closed"``."""
+    try:
+        st = os.fstat(2)
+    except OSError:
+        return "closed"
+    kind = st.st_mode & 0o170000  # stat.S_IFMT without importing stat
+    if kind == 0o020000:
+        if st.st_rdev == os.makedev(1, 3):
+            return "null"
+        return "tty" if os.isatty(2) else "stream"
+    if kind == 0o100000:
+        try:
+            out = os.fstat(1)
+        except OSError:
+            return "file"
+        if (out.st_dev, out.st_ino) != (st.st_dev, st.st_ino):
+            return "file"
+    return "stream"
+
+
+def _open_follow() -> tuple[int, int] | None:
+    """A read descriptor on the file stderr writes to and the offset its next byte lands at
+    (the end, for O_APPEND), or None when the file cannot be read back."""
+    try:
+        import fcntl
+
+        appending = fcntl.fcntl(2, fcntl.F_GETFL) & os.O_APPEND
+        start = os.fstat(2).st_size if appending else os.lseek(2, 0, os.SEEK_CUR)
+        rfd = os.open("/proc/self/fd/2", os.O_RDONLY | os.O_CLOEXEC)
+    except (OSError, ImportError):
+        return None
+    try:
+        a, b = os.fstat(rfd), os.fstat(2)
+    except OSError:
+        os.close(rfd)
+        return None
+    if (a.st_dev, a.st_ino) != (b.st_dev, b.st_ino):
+        os.close(rfd)
+        return None
+    return rfd, start
+
+
+def _run(
+    argv: list[str], env: Mapping[str, str], sink_factory: Callable[[], Sink] | None, target: str = "stream"
+) -> tuple[int, int]:
     if not argv:
         _err("annotate: no program given")
         return 2, 0
@@ -218,6 +272,9 @@ def _run(argv: list[str], env: Mapping[str, str], sink_factory: Callable[[], Sin
     relay = sink_factory is not None and _stderr_usable()
     tty = relay and os.isatty(2)
     rfd = wfd = -1
+    follow = _open_follow() if relay and target == "file" else None
+    if follow is not None:
+        relay = False  # the program writes to the file itself; a follower reads what it wrote
     if relay:
         if tty:
             rfd, wfd = _open_pty()
@@ -250,7 +307,12 @@ def _run(argv: list[str], env: Mapping[str, str], sink_factory: Callable[[], Sin
                 os.close(wfd)
                 wfd = -1
         fwd.start(pid)
+        follower = None
         try:
+            if follow is not None:
+                assert sink_factory is not None
+                follower = _Follower(follow[0], follow[1], _LazySink(sink_factory))
+                follow = None  # the follower owns the descriptor
             if relay:
                 assert sink_factory is not None
                 tail = _relay(rfd, pid, _LazySink(sink_factory))
@@ -258,8 +320,13 @@ def _run(argv: list[str], env: Mapping[str, str], sink_factory: Callable[[], Sin
             else:
                 tail = None
             wstatus = _wait(pid)
+            if follower is not None:
+                tail = follower.finish()
+                follower = None
         except BaseException:
             _kill_quietly(pid)
+            if follower is not None:
+                follower.finish()
             raise
         status, sig = _status(wstatus)
         if tail is not None:
@@ -272,6 +339,8 @@ def _run(argv: list[str], env: Mapping[str, str], sink_factory: Callable[[], Sin
             os.close(rfd)
         if wfd >= 0:
             os.close(wfd)
+        if follow is not None:
+            os.close(follow[0])
         fwd.stop()
 
 
@@ -444,6 +513,56 @@ def _relay(rfd: int, pid: int, sink: _LazySink) -> _LazySink:
         if pidfd >= 0:
             os.close(pidfd)
         os.close(rfd)  # after a hand-off the copier holds its own copy
+
+
+class _Follower:
+    """Reads what the program appends to a regular file on stderr, from a second thread, and
+    feeds it to the sink: the program writes at full speed and no byte passes through the guard.
+    ``finish`` (after the program exited) reads on to the end of the file and returns the sink."""
+
+    POLL_MIN, POLL_MAX = 0.002, 0.05
+
+    def __init__(self, rfd: int, start: int, sink: _LazySink) -> None:
+        self.rfd, self.offset, self.sink = rfd, start, sink
+        self._stopping = False
+        self._ended = _thread.allocate_lock()
+        self._ended.acquire()
+        self._wake = _thread.allocate_lock()  # released by finish: no waiting out a pause
+        self._wake.acquire()
+        _thread.start_new_thread(self._loop, ())
+
+    def _loop(self) -> None:
+        buf = bytearray(READ_SIZE)
+        pause = self.POLL_MIN
+        try:
+            while True:
+                stopping = self._stopping  # read before the pread: EOF after it means the end
+                try:
+                    n = os.preadv(self.rfd, [buf], self.offset)
+                except InterruptedError:
+                    continue
+                except OSError:
+                    return
+                if n:
+                    self.offset += n
+                    self.sink.written += n
+                    self.sink.last = buf[n - 1 : n]
+                    self.sink.feed(buf, n)
+                    pause = self.POLL_MIN
+                    continue
+                if stopping:
+                    return
+                self._wake.acquire(timeout=pause)
+                pause = min(pause * 2, self.POLL_MAX)
+        finally:
+            self._ended.release()
+
+    def finish(self) -> _LazySink:
+        self._stopping = True
+        self._wake.release()
+        self._ended.acquire()
+        os.close(self.rfd)
+        return self.sink
 
 
 def _hand_off(rfd: int, broken: list[bool]) -> None:

@@ -225,3 +225,68 @@ def test_terminal_interrupt_reaches_the_command_once(env) -> None:
     child.expect(pexpect.EOF)
     child.close()
     assert b"interrupts=1" in child.before
+
+
+# --------------------------------------------------------------------------- where stderr goes
+
+
+FD2 = "readlink /proc/self/fd/2 >&2; "
+
+
+def test_a_regular_file_gets_the_commands_own_writes_and_the_annotation_after(tmp_path: Path, env) -> None:
+    log = tmp_path / "err.log"
+    script = FD2 + f"i=0; while [ $i -lt 3000 ]; do echo \"build line $i\" >&2; i=$((i+1)); done; echo \"{GIT_LINE}\" >&2; exit 128"
+    with open(log, "wb") as fh:
+        p = subprocess.run(guard(*sh(script)), env=env, stderr=fh, stdout=subprocess.PIPE, timeout=60)
+    assert p.returncode == 128
+    lines = log.read_bytes().decode().splitlines()
+    assert lines[0] == str(log)  # the program wrote to the file itself, not to a pipe
+    assert lines[1:3001] == [f"build line {i}" for i in range(3000)]
+    assert lines[3001] == GIT_LINE
+    assert len(lines) == 3003 and lines[3002].startswith("[guard] ") and "git_clone" in lines[3002]
+
+
+def test_an_appended_file_is_read_from_its_end_only(tmp_path: Path, env) -> None:
+    log = tmp_path / "err.log"
+    old = f"an earlier run said:\n{GIT_LINE}\n".encode()
+    log.write_bytes(old)
+    with open(log, "ab") as fh:
+        quiet = subprocess.run(guard(*sh("echo all good >&2")), env=env, stderr=fh, timeout=60)
+    assert quiet.returncode == 0
+    assert log.read_bytes() == old + b"all good\n"  # the old failure line is not this command's
+    with open(log, "ab") as fh:
+        subprocess.run(guard(*sh(f"printf '%s' \"{GIT_LINE}\" >&2; exit 128")), env=env, stderr=fh, timeout=60)
+    tail = log.read_bytes()[len(old) + len(b"all good\n"):].decode()
+    assert tail.startswith(GIT_LINE + "\n[guard] ") and tail.count("[guard] ") == 1
+
+
+def test_a_large_file_write_is_exact_and_still_annotated(tmp_path: Path, env) -> None:
+    log = tmp_path / "err.log"
+    script = (f"head -c 20000000 /dev/urandom | od -An -tx1 >&2; echo \"{GIT_LINE}\" >&2; exit 128")
+    with open(log, "wb") as fh:
+        p = subprocess.run(guard(*sh(script)), env=env, stderr=fh, timeout=120)
+    assert p.returncode == 128
+    data = log.read_bytes()
+    body, _, note = data.rpartition(GIT_LINE.encode() + b"\n")
+    assert len(body) > 50_000_000 and note.startswith(b"[guard] ") and note.count(b"\n") == 1
+
+
+def test_a_file_shared_with_stdout_is_relayed_and_stdout_is_not_read(tmp_path: Path, env) -> None:
+    log = tmp_path / "both.log"
+    script = FD2 + f"echo \"{GIT_LINE}\"; echo on-stderr >&2; exit 128"
+    with open(log, "wb") as fh:
+        p = subprocess.run(guard(*sh(script)), env=env, stdout=fh, stderr=fh, timeout=60)
+    assert p.returncode == 128
+    text = log.read_text()
+    assert text.splitlines()[0].startswith("pipe:[")  # relayed through the guard's pipe
+    assert GIT_LINE in text and "[guard] " not in text  # stdout is the program's own, unread
+
+
+def test_dev_null_is_inherited_and_nothing_is_relayed(tmp_path: Path, env) -> None:
+    out = tmp_path / "seen"
+    script = f"readlink /proc/self/fd/2 > {out}; echo \"${{GUARD_ANNOTATING:-unset}}\" >> {out}; " \
+             f"echo \"{GIT_LINE}\" >&2; exit 7"
+    p = subprocess.run(guard(*sh(script)), env=env, stderr=subprocess.DEVNULL, timeout=60)
+    assert p.returncode == 7
+    assert out.read_text().split() == ["/dev/null", "unset"]
+    assert not (tmp_path / "audit.jsonl").exists()  # no annotation was shown, so none is logged
