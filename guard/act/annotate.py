@@ -10,11 +10,10 @@ also appended to the audit log.
 from __future__ import annotations
 
 import os
-import re
-from collections.abc import Collection, Iterable, Mapping, Sequence
 
 TYPE_CHECKING = False
-if TYPE_CHECKING:  # typing costs ~2-7 ms to import on the command path
+if TYPE_CHECKING:  # typing, collections.abc and re cost ~2-7 ms each on the command path
+    from collections.abc import Collection, Iterable, Mapping, Sequence
     from typing import Any
 
 
@@ -36,9 +35,23 @@ PREFIX = "[guard] "
 DEFAULT_TREE = "/workspace"
 MAX_CAPTURE = 300
 
-_URL = re.compile(r"(?:[a-z][a-z0-9+.-]*://|[\w.-]+@[\w.-]+:)[^\s'\"<>()]+", re.I)
-_USERINFO = re.compile(r"^([a-z][a-z0-9+.-]*://)([^/@:]*)(?::[^/@]*)?@", re.I)
-_CONTROL = re.compile(r"[\x00-\x1f\x7f-\x9f]")
+
+
+_COMPILED: dict[str, Any] = {}
+
+
+def _rx(name: str) -> Any:
+    """The regular expressions of rendering, compiled on first use: ``guard annotate`` on a
+    command whose stderr never matters does not import ``re`` at all."""
+    if not _COMPILED:
+        import re
+
+        _COMPILED.update(
+            URL=re.compile(r"(?:[a-z][a-z0-9+.-]*://|[\w.-]+@[\w.-]+:)[^\s'\"<>()]+", re.I),
+            USERINFO=re.compile(r"^([a-z][a-z0-9+.-]*://)([^/@:]*)(?::[^/@]*)?@", re.I),
+            CONTROL=re.compile(r"[\x00-\x1f\x7f-\x9f]"),
+        )
+    return _COMPILED[name]
 
 
 # --------------------------------------------------------------------------- rules
@@ -89,12 +102,14 @@ def _components(path: str) -> list[str]:
 
 def _clean(value: bytes | str) -> str:
     text = value.decode("utf-8", "replace") if isinstance(value, bytes) else value
-    text = _CONTROL.sub("", text).strip()
-    text = _USERINFO.sub(lambda m: m.group(1), text)  # never echo a user name or a token
+    text = _rx("CONTROL").sub("", text).strip()
+    text = _rx("USERINFO").sub(lambda m: m.group(1), text)  # never echo a user name or a token
     return text[:MAX_CAPTURE]
 
 
 def _host(url: str) -> str | None:
+    import re
+
     m = re.match(r"^[a-z][a-z0-9+.-]*://(?:[^/@]*@)?([^/:?#]+)", url, re.I) or re.match(
         r"^[\w.-]+@([\w.-]+):", url
     )
@@ -102,6 +117,8 @@ def _host(url: str) -> str | None:
 
 
 def _repo(url: str) -> str | None:
+    import re
+
     path = re.sub(r"^[a-z][a-z0-9+.-]*://[^/]*", "", url, flags=re.I)
     path = re.sub(r"^[\w.-]+@[\w.-]+:", "", path).split("?")[0].split("#")[0].rstrip("/")
     name = path.rsplit("/", 1)[-1]
@@ -112,12 +129,12 @@ def _repo(url: str) -> str | None:
 
 def _refine_url(url: str, command: str) -> str:
     """git names only scheme://host in its prompt error; the command usually has the whole URL."""
-    base = _USERINFO.sub(lambda m: m.group(1), url).rstrip("/")
+    base = _rx("USERINFO").sub(lambda m: m.group(1), url).rstrip("/")
     if not base:
         return url
-    for m in _URL.finditer(command):
+    for m in _rx("URL").finditer(command):
         cand = _clean(m.group(0).strip("'\""))
-        plain = _USERINFO.sub(lambda mm: mm.group(1), cand)
+        plain = _rx("USERINFO").sub(lambda mm: mm.group(1), cand)
         for prefix in ("git+", ""):
             if plain.startswith(prefix + base) and len(plain) > len(prefix + base):
                 return plain[len(prefix) :]
@@ -126,7 +143,7 @@ def _refine_url(url: str, command: str) -> str:
 
 def _command_url(command: str, host: str | None) -> str | None:
     """The first URL in the command (on ``host`` when given), for rules that capture none."""
-    for m in _URL.finditer(command):
+    for m in _rx("URL").finditer(command):
         cand = _clean(m.group(0).strip("'\""))
         if cand.startswith("git+"):
             cand = cand[4:]
@@ -185,6 +202,8 @@ class Annotator:
         self.audit = audit
         self.rules = [r for r in rules if r.applies(env, in_tree, self.programs)]
         pats = [(f"{r.id}\0{j}", rx) for r in self.rules for j, rx in enumerate(r.compiled)]
+        import re
+
         watch = compile_pattern("^" + re.escape(PREFIX) + ".*") if self.rules else None
         self.matcher = StreamMatcher(pats, watch=watch)
 
