@@ -82,6 +82,8 @@ def _warm_env() -> dict[str, str]:
 def warm_up() -> None:
     """Import every stage and run the warm-up commands, then forget path lookups (the tree may
     change while the server lives) and freeze the heap so forked children share it."""
+    import ctypes  # noqa: F401 - each worker sets its parent-death signal with it
+
     from guard import precheck, shell  # noqa: F401 - loaded for the children
     from guard.audit import log  # noqa: F401
     from guard.context import Context
@@ -183,11 +185,17 @@ IDLE_EXIT = 3  # a worker waited IDLE_SECONDS without a request
 STALE_EXIT = 4  # a worker found the guard package changed
 
 
-def _worker(listener: socket.socket, files: list[str], stamp: tuple[tuple[int, int], ...]) -> int:
+_SIGNALS = {signal.SIGTERM, signal.SIGCHLD}  # blocked in the server, waited for with sigwaitinfo
+PR_SET_PDEATHSIG = 1
+
+
+def _worker(listener: socket.socket, lock_fd: int, parent: int, files: list[str],
+            stamp: tuple[tuple[int, int], ...]) -> int:
     """A forked worker: touch the heap once (so the request does not pay for copy-on-write
     faults), wait for one connection, answer it, and report how it ended."""
-    signal.signal(signal.SIGCHLD, signal.SIG_DFL)
-    signal.signal(signal.SIGTERM, signal.SIG_DFL)
+    os.close(lock_fd)  # the lock is the server's alone: it ends when the server does
+    _die_with(parent)
+    signal.pthread_sigmask(signal.SIG_UNBLOCK, _SIGNALS)  # a SIGTERM already sent lands here
     _pre_touch()
     listener.settimeout(IDLE_SECONDS)
     while True:
@@ -204,6 +212,19 @@ def _worker(listener: socket.socket, files: list[str], stamp: tuple[tuple[int, i
         forget()
         serve_one(conn)
     return 0
+
+
+def _die_with(parent: int) -> None:
+    """SIGTERM this worker when the server dies (even of SIGKILL), so no worker outlives it."""
+    try:
+        import ctypes
+
+        libc = ctypes.CDLL(None, use_errno=True)
+        libc.prctl(PR_SET_PDEATHSIG, int(signal.SIGTERM), 0, 0, 0)
+    except (OSError, AttributeError, ImportError):
+        pass
+    if os.getppid() != parent:
+        os._exit(1)
 
 
 def _pre_touch() -> None:
@@ -223,12 +244,14 @@ def _pre_touch() -> None:
         os.close(null)
 
 
-def _spawn_worker(listener: socket.socket, files: list[str], stamp: tuple[tuple[int, int], ...]) -> int:
+def _spawn_worker(listener: socket.socket, lock_fd: int, files: list[str],
+                  stamp: tuple[tuple[int, int], ...]) -> int:
+    parent = os.getpid()
     pid = os.fork()
     if pid == 0:
         code = 1
         try:
-            code = _worker(listener, files, stamp)
+            code = _worker(listener, lock_fd, parent, files, stamp)
         except BaseException:  # noqa: BLE001 - no reply: the caller analyses in-process
             pass
         finally:
@@ -236,18 +259,15 @@ def _spawn_worker(listener: socket.socket, files: list[str], stamp: tuple[tuple[
     return pid
 
 
-class _Stop(Exception):
-    pass
-
-
-def _on_term(signum: int, frame: object) -> None:
-    raise _Stop
-
-
 def serve(sock_path: str, lock_fd: int, files: list[str]) -> None:
     """Listen, keep ``POOL`` workers waiting on the socket, replace each one that answered, and
-    leave when a worker reports idleness or a changed package, or on SIGTERM."""
+    leave when a worker reports idleness or a changed package, or on SIGTERM.
+
+    SIGTERM and SIGCHLD stay blocked here and are taken with ``sigwaitinfo``: a handler that
+    raised could land between a fork and the bookkeeping of its pid, leaving a worker nobody
+    stops."""
     stamp = code_stamp(files)
+    signal.pthread_sigmask(signal.SIG_BLOCK, _SIGNALS)
     try:
         os.unlink(sock_path)
     except FileNotFoundError:
@@ -263,26 +283,19 @@ def serve(sock_path: str, lock_fd: int, files: list[str]) -> None:
     os.ftruncate(lock_fd, 0)
     os.write(lock_fd, f"{os.getpid()}\n".encode())
     workers: set[int] = set()
-    signal.signal(signal.SIGTERM, _on_term)
     try:
         while True:
             while len(workers) < POOL:
                 try:
-                    workers.add(_spawn_worker(listener, files, stamp))
+                    workers.add(_spawn_worker(listener, lock_fd, files, stamp))
                 except OSError:
                     break
             if not workers:
                 return
-            try:
-                pid, status = os.wait()
-            except ChildProcessError:
-                workers.clear()
-                continue
-            workers.discard(pid)
-            if os.waitstatus_to_exitcode(status) in (IDLE_EXIT, STALE_EXIT):
+            if signal.sigwaitinfo(_SIGNALS).si_signo == signal.SIGTERM:
                 return
-    except _Stop:
-        return
+            if _reap(workers):
+                return
     finally:
         try:
             if os.stat(sock_path).st_ino == mine:
@@ -295,6 +308,22 @@ def serve(sock_path: str, lock_fd: int, files: list[str]) -> None:
                 os.kill(pid, signal.SIGTERM)
             except OSError:
                 pass
+
+
+def _reap(workers: set[int]) -> bool:
+    """Collect every worker that ended; True when one says the server should leave."""
+    leave = False
+    while workers:
+        try:
+            pid, status = os.waitpid(-1, os.WNOHANG)
+        except ChildProcessError:
+            workers.clear()
+            break
+        if pid == 0:
+            break
+        workers.discard(pid)
+        leave = leave or os.waitstatus_to_exitcode(status) in (IDLE_EXIT, STALE_EXIT)
+    return leave
 
 
 def main(argv: list[str] | None = None) -> int:

@@ -322,3 +322,32 @@ def test_forget_empties_the_caches_that_rest_on_the_filesystem() -> None:
     assert paths.real.cache_info().currsize and facts._where_in.cache_info().currsize
     server.forget()
     assert paths.real.cache_info().currsize == 0 and facts._where_in.cache_info().currsize == 0
+
+
+def _processes_naming(text: str) -> list[int]:
+    found = []
+    for entry in os.listdir("/proc"):
+        if entry.isdigit():
+            try:
+                cmdline = Path(f"/proc/{entry}/cmdline").read_bytes()
+            except OSError:
+                continue
+            if text.encode() in cmdline:
+                found.append(int(entry))
+    return found
+
+
+@pytest.mark.parametrize("how", ["stop", "kill", "busy-stop"])
+def test_no_worker_outlives_the_server(sock: str, how: str) -> None:
+    proc = start_server(sock, patch="server.serve_one = lambda conn: None" if how == "busy-stop" else "")
+    assert wait_for(lambda: len(_processes_naming(sock)) == 3)
+    if how == "busy-stop":  # workers being replaced while the stop arrives
+        for _ in range(20):
+            ask("true")
+    if how == "kill":
+        proc.kill()
+    else:
+        assert client.stop_server(sock)
+    proc.wait(timeout=30)
+    assert wait_for(lambda: not _processes_naming(sock), timeout=10), _processes_naming(sock)
+    assert client.server_pid(sock) is None  # and the lock is free for the next server
