@@ -5,9 +5,10 @@
 - analysis_bench: in-process checks per second, median / p99 / max per command (shared corpus,
   peers), the 1 MB and 500-deep cases;
 - shell_bench: guard-shell -c against bash -c, side by side: median added ms and ratio for a
-  trivial, a git-heavy and a python -c command; peak RSS of guard-shell -c true;
-- relay_bench: stderr relay throughput on 1 GiB against a direct redirect, latency per line,
-  peak RSS;
+  trivial, a git-heavy, a python -c and a stderr-writing command, with the analysis server
+  (the default) and without it (GUARD_SERVER=0); peak RSS of guard-shell -c true;
+- relay_bench: stderr relay throughput on 1 GiB to /dev/null, a file and a pipe, each against a
+  direct redirect and a one-hop `| cat` floor; latency per line; peak RSS;
 - audit_bench: append cost, one writer and eight.
 
 Python files are byte-compiled first and the children run without PYTHONDONTWRITEBYTECODE, so a
