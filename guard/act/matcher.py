@@ -71,6 +71,8 @@ def needles(pattern: str) -> tuple[bytes, ...] | None:
 
     A cheap ``bytes in`` test on them lets a region that cannot match skip RE2 entirely.
     """
+    if "[:" in pattern:  # a POSIX class ([[:alpha:]]): Python's parser reads it otherwise than RE2
+        return None
     try:
         from re import _constants as c
         from re import _parser

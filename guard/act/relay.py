@@ -7,8 +7,9 @@ program's own: the child inherits them. How the bytes travel depends on what std
 - a pipe, a socket, or a file that is also stdout: the child writes to a pipe and the guard
   copies each read (one ``os.read`` of up to 1 MiB, one ``os.write``) as soon as it arrives;
 - a terminal: the same through a pty, so the command still sees a terminal;
-- a regular file of its own: the child writes to the file itself, at full speed, and a second
-  thread reads back what it appended (from the offset its first byte lands at) for the sink;
+- a regular file of its own, not opened for appending: the child writes to the file itself, at
+  full speed, and a second thread reads back what it wrote (from the offset its first byte
+  lands at) for the sink; an appended file may have other writers, so it is relayed as a pipe;
 - /dev/null (or closed): nothing can be read there, annotations included, so the child simply
   inherits it and nothing is relayed.
 
@@ -231,13 +232,15 @@ def stderr_target() -> str:
 
 
 def _open_follow() -> tuple[int, int] | None:
-    """A read descriptor on the file stderr writes to and the offset its next byte lands at
-    (the end, for O_APPEND), or None when the file cannot be read back."""
+    """A read descriptor on the file stderr writes to and the offset its next byte lands at, or
+    None when the file cannot be read back or is opened for appending: other processes append
+    to such logs too (``2>>shared.log``), and what they write is not this command's."""
     try:
         import fcntl
 
-        appending = fcntl.fcntl(2, fcntl.F_GETFL) & os.O_APPEND
-        start = os.fstat(2).st_size if appending else os.lseek(2, 0, os.SEEK_CUR)
+        if fcntl.fcntl(2, fcntl.F_GETFL) & os.O_APPEND:
+            return None
+        start = os.lseek(2, 0, os.SEEK_CUR)
         rfd = os.open("/proc/self/fd/2", os.O_RDONLY | os.O_CLOEXEC)
     except (OSError, ImportError):
         return None
@@ -551,6 +554,11 @@ class _Follower:
                     pause = self.POLL_MIN
                     continue
                 if stopping:
+                    return
+                try:
+                    if os.fstat(self.rfd).st_size < self.offset:
+                        self.offset = 0  # truncated under us (``>/dev/stderr``): read it afresh
+                except OSError:
                     return
                 self._wake.acquire(timeout=pause)
                 pause = min(pause * 2, self.POLL_MAX)

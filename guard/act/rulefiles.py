@@ -68,6 +68,11 @@ def digest_key(files: list[str]) -> str:
         from hashlib import sha256  # type: ignore[assignment]
 
     h = sha256(DIGEST_FORMAT.encode())
+    try:  # the needles are the matcher's reading of the patterns: new matcher code, new digest
+        st = os.stat(os.path.join(os.path.dirname(os.path.realpath(__file__)), "matcher.py"))
+        h.update(f"\0matcher\0{st.st_mtime_ns}\0{st.st_size}".encode())
+    except OSError:
+        pass
     for f in files:
         try:
             with open(f, "rb") as fh:

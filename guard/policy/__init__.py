@@ -37,6 +37,16 @@ def load(ctx: Context) -> RuleSet:
     return rs
 
 
+def forget() -> None:
+    """Drop what ``load`` keeps per process (the loaded rule sets, the warned-once flag), so the
+    next ``load`` re-reads the rule files as a fresh process would: for a long-lived caller
+    (the analysis server) whose rule files may change between commands."""
+    global _warned
+    _loaded.clear()
+    _warned = False
+    loader.forget()
+
+
 def effective_context(ctx: Context, rs: RuleSet) -> Context:
     """Fill what the caller left open from the config (SPEC §7 precedence)."""
     trees = ctx.trees or tuple(rs.config.get("trees") or ("/workspace",))

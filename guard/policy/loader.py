@@ -176,6 +176,12 @@ _said: set[str] = set()
 _memo: dict[str, RuleSet] = {}
 
 
+def forget() -> None:
+    """Say the stale-rules warning again on the next load (see ``guard.policy.forget``); the
+    content-keyed ``_memo`` stays: it cannot go stale."""
+    _said.clear()
+
+
 def _say_once(line: str) -> None:
     if "stale" in _said:
         return

@@ -6,8 +6,8 @@ that must be a real directory owned by this user and closed to everyone else. ``
 interpreter and the guard package the caller runs, so a guard from another install or version
 never answers for this one.
 
-Whom it trusts: the process listening must run as this user and be the same interpreter binary
-(``SO_PEERCRED`` and ``/proc/<pid>/exe``). That makes the server as trustworthy as this user's
+Whom it trusts: the process listening must run as this user and be the same interpreter binary,
+in the same mount namespace and root (``SO_PEERCRED``, ``/proc/<pid>/exe``, ``ns/mnt``, ``root``). That makes the server as trustworthy as this user's
 own processes, which is all guard asks of anything: it is guidance, not the security boundary
 (SPEC §1). Anything short of a well-formed reply returns None, and the caller analyses the
 command itself.
@@ -129,7 +129,8 @@ def _recv_exact(sock: object, n: int) -> bytes:
 
 
 def trusted_peer(sock: object) -> bool:
-    """The listener runs as this user and is the interpreter this process runs."""
+    """The listener runs as this user, is the interpreter this process runs, and sees the same
+    filesystem."""
     import _socket
 
     try:
@@ -138,11 +139,16 @@ def trusted_peer(sock: object) -> bool:
         uid = int.from_bytes(cred[4:8], sys.byteorder)
         if uid != os.getuid() or pid <= 0:
             return False
-        theirs = os.stat(f"/proc/{pid}/exe")
-        ours = os.stat(sys.executable)
+        # the same interpreter binary, seeing the same filesystem (mount namespace and root):
+        # a server in another sandbox would read other scripts, symlinks and rules
+        for theirs, ours in ((f"/proc/{pid}/exe", sys.executable), (f"/proc/{pid}/ns/mnt", "/proc/self/ns/mnt"),
+                             (f"/proc/{pid}/root", "/proc/self/root")):
+            a, b = os.stat(theirs), os.stat(ours)
+            if (a.st_dev, a.st_ino) != (b.st_dev, b.st_ino):
+                return False
     except (OSError, ValueError):
         return False
-    return (theirs.st_dev, theirs.st_ino) == (ours.st_dev, ours.st_ino)
+    return True
 
 
 def lock_path(sock_path: str) -> str:

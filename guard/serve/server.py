@@ -124,11 +124,14 @@ def _guard_caches() -> list[Callable[[], None]]:
 
 def forget() -> None:
     """Empty guard's per-process caches. Some rest on the filesystem (``paths.real`` and what
-    is built on it), which a one-shot guard-shell may treat as fixed but a worker that waited
-    minutes for its request may not; each request starts from empty ones, as a fresh process
-    would."""
+    is built on it; the rule set loaded once per process), which a one-shot guard-shell may
+    treat as fixed but a worker that waited minutes for its request may not; each request
+    starts from empty ones, as a fresh process would."""
     for clear in _CACHES:
         clear()
+    from guard import policy
+
+    policy.forget()  # the rule set is re-read (content-keyed) as a fresh process would
 
 
 def serve_one(conn: socket.socket) -> None:
@@ -280,8 +283,6 @@ def serve(sock_path: str, lock_fd: int, files: list[str]) -> None:
         os.umask(old_umask)
     listener.listen(BACKLOG)
     mine = os.stat(sock_path).st_ino
-    os.ftruncate(lock_fd, 0)
-    os.write(lock_fd, f"{os.getpid()}\n".encode())
     workers: set[int] = set()
     try:
         while True:
@@ -341,6 +342,8 @@ def main(argv: list[str] | None = None) -> int:
         fcntl.flock(lock_fd, fcntl.LOCK_EX | fcntl.LOCK_NB)
     except OSError:
         return 0  # another server for this key is up or starting
+    os.ftruncate(lock_fd, 0)  # the pid at once: `guard server stop` must never signal an old one
+    os.write(lock_fd, f"{os.getpid()}\n".encode())
     os.chdir("/")
     files = code_files(client.package_dir())
     warm_up()

@@ -143,3 +143,13 @@ def test_watch_stops_at_its_cap_and_then_costs_nothing() -> None:
     m = StreamMatcher([], watch=watch)
     m.feed(b"[guard] x\n" * 100)
     assert len(m.seen) == 64 and m.idle
+
+
+def test_a_posix_class_gets_no_needles_so_its_matches_are_still_found() -> None:
+    from guard.act.matcher import StreamMatcher, compile_pattern, needles
+
+    pattern = "[[:alpha:]]: permission denied"
+    assert needles(pattern) is None
+    m = StreamMatcher([("k", compile_pattern(pattern))])
+    m.feed(b"log line\nx: permission denied\n")
+    assert "k" in m.hits

@@ -246,17 +246,22 @@ def test_a_regular_file_gets_the_commands_own_writes_and_the_annotation_after(tm
     assert len(lines) == 3003 and lines[3002].startswith("[guard] ") and "git_clone" in lines[3002]
 
 
-def test_an_appended_file_is_read_from_its_end_only(tmp_path: Path, env) -> None:
+def test_an_appended_file_is_relayed_so_other_writers_lines_are_not_read(tmp_path: Path, env) -> None:
     log = tmp_path / "err.log"
     old = f"an earlier run said:\n{GIT_LINE}\n".encode()
     log.write_bytes(old)
+    other = subprocess.Popen(["sh", "-c", f"sleep 0.3; echo \"{GIT_LINE}\" >> {log}"])
     with open(log, "ab") as fh:
-        quiet = subprocess.run(guard(*sh("echo all good >&2")), env=env, stderr=fh, timeout=60)
+        quiet = subprocess.run(guard(*sh(FD2 + "echo all good >&2; sleep 0.8")), env=env, stderr=fh, timeout=60)
+    other.wait()
     assert quiet.returncode == 0
-    assert log.read_bytes() == old + b"all good\n"  # the old failure line is not this command's
+    text = log.read_text()
+    assert "pipe:[" in text and "all good" in text
+    assert "[guard] " not in text  # neither the old line nor the other writer's is this command's
+    log.write_bytes(old)
     with open(log, "ab") as fh:
         subprocess.run(guard(*sh(f"printf '%s' \"{GIT_LINE}\" >&2; exit 128")), env=env, stderr=fh, timeout=60)
-    tail = log.read_bytes()[len(old) + len(b"all good\n"):].decode()
+    tail = log.read_bytes()[len(old):].decode()
     assert tail.startswith(GIT_LINE + "\n[guard] ") and tail.count("[guard] ") == 1
 
 
@@ -290,3 +295,4 @@ def test_dev_null_is_inherited_and_nothing_is_relayed(tmp_path: Path, env) -> No
     assert p.returncode == 7
     assert out.read_text().split() == ["/dev/null", "unset"]
     assert not (tmp_path / "audit.jsonl").exists()  # no annotation was shown, so none is logged
+

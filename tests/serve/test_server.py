@@ -66,7 +66,11 @@ def ask(command: str, cwd: str = "/", env: dict[str, str] | None = None) -> tupl
 
 
 def in_process(command: str, cwd: str, env: dict[str, str]) -> tuple[bytes, bytes]:
-    """guard_command as guard-shell runs it without a server: (action, what it wrote on stderr)."""
+    """guard_command as guard-shell runs it without a server: (action, what it wrote on stderr).
+    Each call starts like a fresh guard-shell process: no rule set kept from an earlier call."""
+    from guard import policy
+
+    policy.forget()
     with tempfile.TemporaryFile() as err:
         saved = os.dup(2)
         os.dup2(err.fileno(), 2)
@@ -351,3 +355,30 @@ def test_no_worker_outlives_the_server(sock: str, how: str) -> None:
     proc.wait(timeout=30)
     assert wait_for(lambda: not _processes_naming(sock), timeout=10), _processes_naming(sock)
     assert client.server_pid(sock) is None  # and the lock is free for the next server
+
+
+def test_an_edited_rule_file_is_read_afresh_by_the_next_request(sock: str, tmp_path: Path) -> None:
+    start_server(sock)
+    mine = tmp_path / "mine.yaml"
+    rule = ("rules:\n  - id: no-frob\n    category: publish\n"
+            "    message: \"Refused: {what}. It publishes; use the tools.\"\n"
+            "    match: {program: %s}\n")
+    mine.write_text(rule % "frob")
+    env = {"PATH": "/usr/bin:/bin", "HOME": str(tmp_path), "GUARD_TREE": str(tmp_path / "tree"),
+           "GUARD_RULES": str(mine), "XDG_CACHE_HOME": str(tmp_path / "cache")}
+    first = ask("frob x", "/tmp", env)
+    assert first == in_process("frob x", "/tmp", env) and first is not None and first[0] == b"refuse"
+    mine.write_text(rule % "frab")  # the same file, edited: frob is allowed now, frab refused
+    assert ask("frob x", "/tmp", env) == (b"run", b"") == in_process("frob x", "/tmp", env)
+    assert (ask("frab x", "/tmp", env) or (b"",))[0] == b"refuse"
+
+
+def test_a_caller_in_another_mount_namespace_is_not_answered(sock: str) -> None:
+    start_server(sock)
+    code = ("import os, sys\nfrom guard.serve import client\n"
+            "print(client.ask([b'-c', b'git status'], '/', {b'PATH': b'/usr/bin'}, start=False))\n")
+    p = subprocess.run(["unshare", "-m", sys.executable, "-c", code], cwd=REPO, capture_output=True, text=True)
+    if p.returncode != 0:
+        pytest.skip(f"cannot make a mount namespace here: {p.stderr.strip()[:200]}")
+    assert p.stdout.strip() == "None"
+    assert ask("git status", "/", {"PATH": "/usr/bin:/bin"}) == (b"run", b"")  # same namespace: answered
