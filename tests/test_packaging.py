@@ -1,5 +1,5 @@
 """The wheel carries what an installed guard needs: the shipped rules, the rule schemas, and the
-guard-shell launcher (which must not import `re` before guard runs)."""
+guard and guard-shell launchers (which must not import `re` before guard runs)."""
 
 from __future__ import annotations
 
@@ -20,7 +20,8 @@ def test_wheel_contents(tmp_path: Path) -> None:
     for needed in ("guard/rules/config.yaml", "guard/rules/commands/git.yaml", "guard/rules/stderr/git.yaml",
                    "guard/policy/schema/command-rules.json", "guard/shell.py", "guard/parse/treesitter.py"):
         assert needed in names, needed
-    launcher = [n for n in names if n.endswith("/scripts/guard-shell")]
-    assert launcher, sorted(names)[:20]
-    text = zipfile.ZipFile(wheel).read(launcher[0]).decode()
-    assert "import re" not in text and "from guard.shell import main" in text
+    for script, entry in (("guard-shell", "from guard.shell import main"), ("guard", "from guard.cli import main")):
+        launcher = [n for n in names if n.endswith(f"/scripts/{script}")]
+        assert launcher, sorted(names)[:20]
+        text = zipfile.ZipFile(wheel).read(launcher[0]).decode()
+        assert "import re" not in text and entry in text
