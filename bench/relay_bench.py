@@ -55,6 +55,11 @@ def env() -> dict[str, str]:
 
 
 def guard(*args: str) -> list[str]:
+    """``guard annotate -- ARGS`` as a user runs it: the launcher beside this Python when there is
+    one (an install), else the module (a checkout)."""
+    launcher = Path(PY).parent / "guard"
+    if launcher.exists():
+        return [str(launcher), "annotate", "--", *args]
     return [PY, "-m", "guard.act.annotate", "--", *args]
 
 
