@@ -239,6 +239,8 @@ def _pre_touch() -> None:
     try:
         for command in WARM_UP[:4]:  # the common paths; the rest stay shared until touched
             shell.decide(command, cwd="/", env=_warm_env())
+        forget()  # and the path a request takes after forget(): rules re-read, caches rebuilt
+        shell.decide(WARM_UP[0], cwd="/", env=_warm_env())
     except Exception:  # noqa: BLE001 - only speed is at stake
         pass
     finally:
