@@ -22,6 +22,9 @@ from guard.serve import wire
 
 OFF_VALUES = ("0", "off", "no", "false")
 CONNECT_TIMEOUT = 2.0
+# A worker says it has taken the connection (wire.READY) before anything is sent; a server that
+# cannot do that within this long (stopped, overloaded) is not waited for.
+READY_TIMEOUT = 1.0
 # The server's own analysis gives up after 10 s (guard.shell.ANALYSIS_TIMEOUT); past this the
 # caller stops waiting and analyses in-process.
 REPLY_TIMEOUT = 15.0
@@ -106,6 +109,9 @@ def ask(argv: list[bytes], cwd: str, env: dict[bytes, bytes], *, start: bool = T
             return None
         if not trusted_peer(sock):
             return None
+        sock.settimeout(READY_TIMEOUT)
+        if sock.recv(1) != wire.READY:
+            return None  # nothing was sent: no worker will act on this command
         sock.settimeout(REPLY_TIMEOUT)
         sock.sendall(request)
         header = _recv_exact(sock, 4)

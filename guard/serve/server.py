@@ -137,6 +137,7 @@ def forget() -> None:
 def serve_one(conn: socket.socket) -> None:
     """In the forked child: answer one request as guard-shell would, then the child exits."""
     conn.settimeout(CHILD_TIMEOUT)
+    conn.sendall(wire.READY)
     header = _recv_exact(conn, 4)
     argv_b, cwd_b, env_b = wire.decode_request(_recv_exact(conn, wire.frame_length(header)))
     env = {os.fsdecode(k): os.fsdecode(v) for k, v in env_b.items()}

@@ -5,13 +5,15 @@ Every field of a request is a string that cannot hold a NUL byte (argv words, a 
 length. A reply ends with the stderr bytes the analysis wrote, which may hold anything, so they
 come last and are not split.
 
-Request: ``MAGIC, cwd, argc, argv…, env…``. Reply: ``MAGIC, action, stderr``, where action is
+The worker first sends ``READY`` (one byte) when it takes the connection; only then does the
+client send its request. Request: ``MAGIC, cwd, argc, argv…, env…``. Reply: ``MAGIC, action, stderr``, where action is
 ``run`` (run under the relay), ``plain`` (exec the real shell directly) or ``refuse``.
 """
 
 from __future__ import annotations
 
 MAGIC = b"guard-serve/1"
+READY = b"R"  # the worker's first byte: it has the connection and waits for the request
 ACTIONS = (b"run", b"plain", b"refuse")
 MAX_FRAME = 64 << 20  # a 64 MiB request is refused; guard-shell then analyses in-process
 

@@ -12,6 +12,7 @@ from __future__ import annotations
 import json
 import os
 import shutil
+import signal
 import subprocess
 import sys
 import tempfile
@@ -382,3 +383,26 @@ def test_a_caller_in_another_mount_namespace_is_not_answered(sock: str) -> None:
         pytest.skip(f"cannot make a mount namespace here: {p.stderr.strip()[:200]}")
     assert p.stdout.strip() == "None"
     assert ask("git status", "/", {"PATH": "/usr/bin:/bin"}) == (b"run", b"")  # same namespace: answered
+
+
+def test_a_stopped_server_is_not_waited_for(sock: str, tmp_path: Path) -> None:
+    proc = start_server(sock)
+    assert wait_for(lambda: len(_server_children(proc.pid)) == 2)
+    frozen = [proc.pid, *_server_children(proc.pid)]
+    for pid in frozen:
+        os.kill(pid, signal.SIGSTOP)
+    try:
+        t = time.monotonic()
+        assert ask("git status") is None
+        assert time.monotonic() - t < client.READY_TIMEOUT + 1.0
+        tree = tmp_path / "tree"
+        tree.mkdir()
+        env = {**os.environ, "GUARD_TREE": str(tree), "GUARD_AUDIT_LOG": str(tmp_path / "a.jsonl")}
+        t = time.monotonic()
+        p = subprocess.run([guard_bin("guard-shell"), "-c", "git push"], env=env, cwd=tree,
+                           capture_output=True, text=True, timeout=60)
+        assert p.returncode == shell.REFUSED_STATUS and time.monotonic() - t < client.READY_TIMEOUT + 5.0
+    finally:
+        for pid in frozen:
+            os.kill(pid, signal.SIGCONT)
+    assert len(_audit(tmp_path / "a.jsonl")) == 1  # decided once, in-process: the worker never got it
