@@ -233,14 +233,17 @@ def stderr_target() -> str:
 
 def _open_follow() -> tuple[int, int] | None:
     """A read descriptor on the file stderr writes to and the offset its next byte lands at, or
-    None when the file cannot be read back or is opened for appending: other processes append
-    to such logs too (``2>>shared.log``), and what they write is not this command's."""
+    None when the file cannot be read back, is opened for appending (other processes append to
+    such logs too: ``2>>shared.log``) or holds bytes past that offset: what the follower would
+    read there is not this command's."""
     try:
         import fcntl
 
         if fcntl.fcntl(2, fcntl.F_GETFL) & os.O_APPEND:
             return None
         start = os.lseek(2, 0, os.SEEK_CUR)
+        if os.fstat(2).st_size != start:
+            return None  # old bytes lie past the offset (``2<>file``): they are not this command's
         rfd = os.open("/proc/self/fd/2", os.O_RDONLY | os.O_CLOEXEC)
     except (OSError, ImportError):
         return None

@@ -195,6 +195,11 @@ def start_server(sock_path: str) -> bool:
                 null = os.open(os.devnull, os.O_RDWR)
                 for fd in (0, 1, 2):
                     os.dup2(null, fd)
+                # Nothing of the starting command may live on in the daemon: an inherited pipe
+                # end would keep its reader waiting for EOF for the server's whole life, and an
+                # inherited ignored SIGCHLD or SIGTERM would break the server's own bookkeeping.
+                os.closerange(3, 1 << 20)
+                _default_signals()
                 os.chdir("/")
                 os.execve(sys.executable, argv, env)
             finally:
@@ -203,6 +208,20 @@ def start_server(sock_path: str) -> bool:
         return True
     except OSError:
         return False
+
+
+def _default_signals() -> None:
+    """Every signal back to its default action and none blocked (both survive execve)."""
+    import _signal
+
+    for sig in _signal.valid_signals():
+        if sig in (_signal.SIGKILL, _signal.SIGSTOP):
+            continue
+        try:
+            _signal.signal(sig, _signal.SIG_DFL)
+        except (OSError, ValueError):
+            pass
+    _signal.pthread_sigmask(_signal.SIG_SETMASK, set())
 
 
 def server_pid(sock_path: str) -> int | None:

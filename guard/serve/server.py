@@ -13,10 +13,10 @@ connection and exits, and the server forks its replacement, so nothing one reque
 guard-shell would in-process (refusals reach the audit log from there) and replies with the
 action and the bytes the analysis wrote on stderr.
 
-The server leaves, removing its socket, when a worker waited ``IDLE_SECONDS`` without a request,
-on SIGTERM, or when a file of the guard package changed since it started (an upgrade or an
-edit): the worker that notices sends no reply, so that command is analysed in-process, and the
-next command starts a fresh server.
+The server leaves, removing its socket, ``IDLE_SECONDS`` after the last request, on SIGTERM,
+or when a file of the guard package changed since it started (an upgrade or an edit): the
+worker that notices sends no reply, so that command is analysed in-process, and the next
+command starts a fresh server.
 """
 
 from __future__ import annotations
@@ -26,6 +26,7 @@ import os
 import signal
 import socket
 import sys
+import time
 from collections.abc import Callable
 
 from guard.serve import client, wire
@@ -185,7 +186,6 @@ def _recv_exact(conn: socket.socket, n: int) -> bytes:
     return b"".join(chunks)
 
 
-IDLE_EXIT = 3  # a worker waited IDLE_SECONDS without a request
 STALE_EXIT = 4  # a worker found the guard package changed
 
 
@@ -201,15 +201,15 @@ def _worker(listener: socket.socket, lock_fd: int, parent: int, files: list[str]
     _die_with(parent)
     signal.pthread_sigmask(signal.SIG_UNBLOCK, _SIGNALS)  # a SIGTERM already sent lands here
     _pre_touch()
-    listener.settimeout(IDLE_SECONDS)
-    while True:
+    while True:  # the server, not the worker, decides when the wait has been too long
         try:
             conn, _ = listener.accept()
             break
-        except TimeoutError:
-            return IDLE_EXIT
         except InterruptedError:
             continue
+    # A request once taken is finished: a stop now would leave the caller to decide again,
+    # perhaps after this worker had logged the refusal. The SIGTERM waits until the exit.
+    signal.pthread_sigmask(signal.SIG_BLOCK, {signal.SIGTERM})
     with conn:
         if code_stamp(files) != stamp:
             return STALE_EXIT  # no reply: the caller analyses in-process
@@ -287,6 +287,7 @@ def serve(sock_path: str, lock_fd: int, files: list[str]) -> None:
     listener.listen(BACKLOG)
     mine = os.stat(sock_path).st_ino
     workers: set[int] = set()
+    last_request = time.monotonic()
     try:
         while True:
             while len(workers) < POOL:
@@ -296,9 +297,16 @@ def serve(sock_path: str, lock_fd: int, files: list[str]) -> None:
                     break
             if not workers:
                 return
-            if signal.sigwaitinfo(_SIGNALS).si_signo == signal.SIGTERM:
+            left = IDLE_SECONDS - (time.monotonic() - last_request)
+            info = signal.sigtimedwait(_SIGNALS, max(left, 0.0)) if left > 0 else None
+            if info is None:
+                return  # IDLE_SECONDS since the last request
+            if info.si_signo == signal.SIGTERM:
                 return
-            if _reap(workers):
+            served, leave = _reap(workers)
+            if served:
+                last_request = time.monotonic()
+            if leave:
                 return
     finally:
         try:
@@ -314,9 +322,9 @@ def serve(sock_path: str, lock_fd: int, files: list[str]) -> None:
                 pass
 
 
-def _reap(workers: set[int]) -> bool:
-    """Collect every worker that ended; True when one says the server should leave."""
-    leave = False
+def _reap(workers: set[int]) -> tuple[bool, bool]:
+    """Collect every worker that ended: (one took a request, one says the server should leave)."""
+    served = leave = False
     while workers:
         try:
             pid, status = os.waitpid(-1, os.WNOHANG)
@@ -326,8 +334,10 @@ def _reap(workers: set[int]) -> bool:
         if pid == 0:
             break
         workers.discard(pid)
-        leave = leave or os.waitstatus_to_exitcode(status) in (IDLE_EXIT, STALE_EXIT)
-    return leave
+        code = os.waitstatus_to_exitcode(status)
+        served = served or code == 0
+        leave = leave or code == STALE_EXIT
+    return served, leave
 
 
 def main(argv: list[str] | None = None) -> int:
@@ -336,6 +346,9 @@ def main(argv: list[str] | None = None) -> int:
         print("usage: python -I -m guard.serve.server SOCKET KEY", file=sys.stderr)
         return 2
     sock_path, key = args
+    for sig in (signal.SIGCHLD, signal.SIGTERM):  # whatever the starter had: the defaults
+        signal.signal(sig, signal.SIG_DFL)
+    signal.pthread_sigmask(signal.SIG_UNBLOCK, _SIGNALS)
     if client.identity() != key or not client.private_dir(os.path.dirname(sock_path)):
         return 2  # not the guard the caller runs, or not a private folder: serve nothing
     import fcntl

@@ -296,3 +296,17 @@ def test_dev_null_is_inherited_and_nothing_is_relayed(tmp_path: Path, env) -> No
     assert out.read_text().split() == ["/dev/null", "unset"]
     assert not (tmp_path / "audit.jsonl").exists()  # no annotation was shown, so none is logged
 
+
+
+def test_old_bytes_past_the_offset_of_a_file_are_not_read(tmp_path: Path, env) -> None:
+    log = tmp_path / "old.log"
+    old = f"{GIT_LINE}\nmore of an old run\n".encode()
+    log.write_bytes(old)
+    fd = os.open(log, os.O_RDWR)  # 2<>file: writes start at 0, over the old bytes
+    try:
+        p = subprocess.run(guard(*sh(FD2 + "echo ok >&2")), env=env, stderr=fd, timeout=60)
+    finally:
+        os.close(fd)
+    assert p.returncode == 0
+    text = log.read_text()
+    assert "pipe:[" in text and "[guard] " not in text

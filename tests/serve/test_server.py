@@ -154,7 +154,10 @@ def test_guard_shell_starts_the_server_then_is_answered_by_it(sock: str, tmp_pat
     assert wait_for(lambda: client.server_pid(sock) is not None and os.path.exists(sock))
     pid = client.server_pid(sock)
     assert pid is not None
+    # answered once (the workers have warmed up, even on a loaded machine), then a full pool
+    assert wait_for(lambda: ask("git status", str(tmp_path), env) is not None)
     assert wait_for(lambda: len(_server_children(pid)) == 2)
+    time.sleep(0.5)
     before = _server_children(pid)
     refused = subprocess.run([gs, "-c", "git push origin HEAD"], env=env, cwd=tree / "app",
                              capture_output=True, text=True, timeout=60)
@@ -406,3 +409,36 @@ def test_a_stopped_server_is_not_waited_for(sock: str, tmp_path: Path) -> None:
         for pid in frozen:
             os.kill(pid, signal.SIGCONT)
     assert len(_audit(tmp_path / "a.jsonl")) == 1  # decided once, in-process: the worker never got it
+
+
+def test_the_idle_clock_starts_at_the_last_request_not_at_a_workers_birth(sock: str) -> None:
+    proc = start_server(sock, patch="server.IDLE_SECONDS = 3.0")
+    env = {"PATH": "/usr/bin:/bin", "HOME": "/root"}
+    for _ in range(4):  # a request every 2 s keeps it alive past 3 s since any worker started
+        time.sleep(2.0)
+        assert proc.poll() is None
+        assert ask("git status", "/", env) == (b"run", b"")
+    assert proc.wait(timeout=30) == 0  # and then it leaves, 3 s after the last one
+    assert not os.path.exists(sock)
+
+
+def test_the_daemon_keeps_no_descriptor_or_ignored_signal_of_its_starter(tmp_path: Path, sock: str) -> None:
+    tree = tmp_path / "tree"
+    tree.mkdir()
+    env = {**os.environ, "GUARD_TREE": str(tree), "GUARD_AUDIT_LOG": str(tmp_path / "a.jsonl")}
+    gs = guard_bin("guard-shell")
+    # fd 3 is the pipe to `cat`; SIGCHLD and SIGTERM are ignored, as a careless caller may leave them
+    script = (f"trap '' TERM CHLD; {gs} -c 'git status --short; true' 3>&1 2>/dev/null | cat; echo done")
+    t = time.monotonic()
+    p = subprocess.run(["bash", "-c", script], env=env, cwd=tree, capture_output=True, text=True, timeout=60)
+    assert p.stdout.endswith("done\n") and time.monotonic() - t < 20
+    assert wait_for(lambda: client.server_pid(sock) is not None and os.path.exists(sock))
+    pid = client.server_pid(sock)
+    fds = {os.readlink(f"/proc/{pid}/fd/{n}") for n in os.listdir(f"/proc/{pid}/fd")}
+    assert not any(f.startswith("pipe:") for f in fds), fds
+    status = Path(f"/proc/{pid}/status").read_text()
+    ignored = int(next(x for x in status.splitlines() if x.startswith("SigIgn:")).split()[1], 16)
+    assert not ignored & (1 << (signal.SIGCHLD - 1)) and not ignored & (1 << (signal.SIGTERM - 1))
+    for _ in range(4):  # workers are replaced: each request is answered promptly
+        t = time.monotonic()
+        assert ask("git status") is not None and time.monotonic() - t < client.READY_TIMEOUT
