@@ -35,8 +35,10 @@ def enabled(env: dict[str, str] | os._Environ[str]) -> bool:
 
 
 def package_dir() -> str:
-    """The guard package this process runs (its folder, symlinks followed)."""
-    return os.path.dirname(os.path.dirname(os.path.realpath(__file__)))
+    """The guard package this process runs: its folder as imported. Not resolved (about 0.2 ms
+    of lstat calls on every command): the server is started with the same interpreter path and
+    imports guard from the same place, so it computes the same string."""
+    return os.path.dirname(os.path.dirname(os.path.abspath(__file__)))
 
 
 def identity(executable: str | None = None, package: str | None = None) -> str:
@@ -46,7 +48,7 @@ def identity(executable: str | None = None, package: str | None = None) -> str:
     except ImportError:  # pragma: no cover - other Pythons
         from hashlib import sha256  # type: ignore[assignment]
 
-    exe = os.path.realpath(executable or sys.executable)
+    exe = os.path.abspath(executable or sys.executable)
     text = "\0".join([exe, package or package_dir(), sys.version, str(os.getuid())])
     return sha256(text.encode("utf-8", "surrogateescape")).hexdigest()[:16]
 
@@ -58,10 +60,10 @@ def runtime_dir(env: dict[str, str] | os._Environ[str]) -> str | None:
     if not base.startswith("/") or not os.path.isdir(base):
         base = "/tmp"
     path = os.path.join(base, f"guard-{os.getuid()}")
+    if private_dir(path):
+        return path
     try:
         os.mkdir(path, 0o700)
-    except FileExistsError:
-        pass
     except OSError:
         return None
     return path if private_dir(path) else None
