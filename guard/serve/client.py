@@ -35,9 +35,8 @@ def enabled(env: dict[str, str] | os._Environ[str]) -> bool:
 
 
 def package_dir() -> str:
-    """The guard package this process runs: its folder as imported. Not resolved (about 0.2 ms
-    of lstat calls on every command): the server is started with the same interpreter path and
-    imports guard from the same place, so it computes the same string."""
+    """The guard package this process runs: its folder as imported. Not resolved (lstat calls on
+    every command): the server imports guard from the same place, so it computes the same string."""
     return os.path.dirname(os.path.dirname(os.path.abspath(__file__)))
 
 
@@ -48,7 +47,7 @@ def identity(executable: str | None = None, package: str | None = None) -> str:
     except ImportError:  # pragma: no cover - other Pythons
         from hashlib import sha256  # type: ignore[assignment]
 
-    exe = os.path.abspath(executable or sys.executable)
+    exe = os.path.realpath(executable or sys.executable)  # python and python3 are one binary
     text = "\0".join([exe, package or package_dir(), sys.version, str(os.getuid())])
     return sha256(text.encode("utf-8", "surrogateescape")).hexdigest()[:16]
 
