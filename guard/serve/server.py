@@ -35,6 +35,7 @@ IDLE_SECONDS = 600.0
 BACKLOG = 128
 CHILD_TIMEOUT = 30.0
 HOME_VARS = ("HOME", "XDG_CACHE_HOME")
+MAX_FAILURES = 8  # workers ending in error one after another: something is wrong, leave
 POOL = 2  # workers waiting at once: two requests at the same moment are both answered at once
 
 # Commands that take the analysis through each of its stages once, so every module and table
@@ -266,8 +267,9 @@ def _spawn_worker(listener: socket.socket, lock_fd: int, files: list[str],
 
 
 def serve(sock_path: str, lock_fd: int, files: list[str]) -> None:
-    """Listen, keep ``POOL`` workers waiting on the socket, replace each one that answered, and
-    leave when a worker reports idleness or a changed package, or on SIGTERM.
+    """Listen, keep ``POOL`` workers waiting on the socket, replace each one that ended, and
+    leave ``IDLE_SECONDS`` after the last request, when a worker reports a changed package, after
+    ``MAX_FAILURES`` workers in a row failed (no fork loop), or on SIGTERM.
 
     SIGTERM and SIGCHLD stay blocked here and are taken with ``sigwaitinfo``: a handler that
     raised could land between a fork and the bookkeeping of its pid, leaving a worker nobody
@@ -288,6 +290,7 @@ def serve(sock_path: str, lock_fd: int, files: list[str]) -> None:
     mine = os.stat(sock_path).st_ino
     workers: set[int] = set()
     last_request = time.monotonic()
+    failures = 0
     try:
         while True:
             while len(workers) < POOL:
@@ -303,10 +306,11 @@ def serve(sock_path: str, lock_fd: int, files: list[str]) -> None:
                 return  # IDLE_SECONDS since the last request
             if info.si_signo == signal.SIGTERM:
                 return
-            served, leave = _reap(workers)
+            served, failed, leave = _reap(workers)
             if served:
                 last_request = time.monotonic()
-            if leave:
+            failures = 0 if served else failures + failed
+            if leave or failures >= MAX_FAILURES:
                 return
     finally:
         try:
@@ -322,9 +326,11 @@ def serve(sock_path: str, lock_fd: int, files: list[str]) -> None:
                 pass
 
 
-def _reap(workers: set[int]) -> tuple[bool, bool]:
-    """Collect every worker that ended: (one took a request, one says the server should leave)."""
+def _reap(workers: set[int]) -> tuple[bool, int, bool]:
+    """Collect every worker that ended: (one took a request, how many failed, one says the
+    server should leave)."""
     served = leave = False
+    failed = 0
     while workers:
         try:
             pid, status = os.waitpid(-1, os.WNOHANG)
@@ -337,7 +343,8 @@ def _reap(workers: set[int]) -> tuple[bool, bool]:
         code = os.waitstatus_to_exitcode(status)
         served = served or code == 0
         leave = leave or code == STALE_EXIT
-    return served, leave
+        failed += code not in (0, STALE_EXIT)
+    return served, failed, leave
 
 
 def main(argv: list[str] | None = None) -> int:

@@ -442,3 +442,13 @@ def test_the_daemon_keeps_no_descriptor_or_ignored_signal_of_its_starter(tmp_pat
     for _ in range(4):  # workers are replaced: each request is answered promptly
         t = time.monotonic()
         assert ask("git status") is not None and time.monotonic() - t < client.READY_TIMEOUT
+
+
+def test_workers_that_keep_failing_make_the_server_leave_instead_of_forking_forever(sock: str) -> None:
+    code = ("import sys\nfrom guard.serve import server\n"
+            "def broken():\n    raise OSError('EMFILE')\n"
+            "server._pre_touch = broken\nsys.exit(server.main(sys.argv[1:]))")
+    proc = subprocess.run([sys.executable, "-I", "-c", code, sock, client.identity()], cwd=REPO,
+                          capture_output=True, timeout=60)
+    assert proc.returncode == 0, proc.stderr
+    assert not os.path.exists(sock) and client.server_pid(sock) is None
