@@ -106,13 +106,21 @@ def _config_errors(ctx: Context) -> list[str]:
     return policy.load(ctx).errors
 
 
-def cmd_check(argv: list[str]) -> int:
+def _parsed(argv: list[str]) -> tuple[argparse.Namespace, Context] | None:
+    """The options and the context they give; None (after a one-line message) when unusable."""
     ns = _check_parser().parse_args(argv)
     try:
-        ctx = _base_context(ns)
+        return ns, _base_context(ns)
     except ValueError as e:
         print(f"guard: {e}", file=sys.stderr)
+        return None
+
+
+def cmd_check(argv: list[str]) -> int:
+    parsed = _parsed(argv)
+    if parsed is None:
         return EXIT_USAGE
+    ns, ctx = parsed
     errors = _config_errors(ctx)
     if errors:
         for e in errors[:5]:
@@ -175,12 +183,10 @@ def _check_stream(ctx: Context) -> int:
 
 
 def cmd_explain(argv: list[str]) -> int:
-    ns = _check_parser().parse_args(argv)
-    try:
-        ctx = _base_context(ns)
-    except ValueError as e:
-        print(f"guard: {e}", file=sys.stderr)
+    parsed = _parsed(argv)
+    if parsed is None:
         return EXIT_USAGE
+    ns, ctx = parsed
     if not ns.command:
         print("guard: explain needs a command", file=sys.stderr)
         return EXIT_USAGE

@@ -17,13 +17,13 @@ when the rule files have problems to report, the annotator is built at once, as 
 from __future__ import annotations
 
 from guard.act import rulefiles
+from guard.act.matcher import WINDOW  # the matcher keeps this much of an unfinished line
 
 TYPE_CHECKING = False
 if TYPE_CHECKING:
-    from collections.abc import Callable, Collection, Mapping, Sequence
+    from collections.abc import Callable, Mapping, Sequence
     from typing import Any
 
-WINDOW = 8192  # the annotator's matcher keeps this much of an unfinished line (matcher.WINDOW)
 SWITCH_BYTES = 256 << 10
 WATCH_NEEDLE = b"[guard] "
 
@@ -89,22 +89,14 @@ def rule_set_needles(env: Mapping[str, str]) -> tuple[tuple[bytes, ...], bool]:
     return tuple(sorted(found)), eager
 
 
-def sink_for_run(
-    argv: Sequence[str],
-    env: Mapping[str, str],
-    *,
-    cwd: str,
-    cwd_in_tree: bool | None = None,
-    command: str | None = None,
-    programs: Collection[str] | None = None,
-) -> Any:
+def sink_for_run(argv: Sequence[str], env: Mapping[str, str], **annotator: Any) -> Any:
     """The relay's sink for one run: a DeferredSink when the rule set's digest allows it, else
-    the annotator itself (``Annotator.for_run``)."""
+    the annotator itself. ``annotator`` holds ``Annotator.for_run``'s keywords (cwd, command …)."""
 
     def build() -> Any:
         from guard.act.annotate import Annotator
 
-        return Annotator.for_run(argv, env, cwd=cwd, cwd_in_tree=cwd_in_tree, command=command, programs=programs)
+        return Annotator.for_run(argv, env, **annotator)
 
     try:
         key = rulefiles.digest_key(rulefiles.expand(rulefiles.default_paths(env)))

@@ -139,17 +139,23 @@ def skip_squote(text: str, i: int) -> int:
     return len(text) if j < 0 else j + 1
 
 
-def skip_ansi(text: str, i: int) -> int:
-    """Just after ``$'``: index after the closing quote, honouring ``\\'``."""
+def _skip_escaped(text: str, i: int, close: str) -> int:
+    """Index after the first ``close`` from ``i`` that no backslash escapes (or len)."""
     n = len(text)
     while i < n:
-        if text[i] == "\\":
+        c = text[i]
+        if c == "\\":
             i += 2
-        elif text[i] == "'":
+        elif c == close:
             return i + 1
         else:
             i += 1
     return n
+
+
+def skip_ansi(text: str, i: int) -> int:
+    """Just after ``$'``: index after the closing quote, honouring ``\\'``."""
+    return _skip_escaped(text, i, "'")
 
 
 def skip_dquote(text: str, i: int) -> int:
@@ -174,16 +180,7 @@ def skip_dquote(text: str, i: int) -> int:
 
 def skip_backtick(text: str, i: int) -> int:
     """Just after an opening backtick: index after the closing one (or len)."""
-    n = len(text)
-    while i < n:
-        c = text[i]
-        if c == "\\":
-            i += 2
-        elif c == "`":
-            return i + 1
-        else:
-            i += 1
-    return n
+    return _skip_escaped(text, i, "`")
 
 
 def match_paren(text: str, i: int) -> int:

@@ -115,24 +115,13 @@ def ask(argv: list[bytes], cwd: str, env: dict[bytes, bytes], *, start: bool = T
             return None  # nothing was sent: no worker will act on this command
         sock.settimeout(REPLY_TIMEOUT)
         sock.sendall(request)
-        header = _recv_exact(sock, 4)
-        payload = _recv_exact(sock, wire.frame_length(header))
+        header = wire.recv_exact(sock, 4)
+        payload = wire.recv_exact(sock, wire.frame_length(header))
         return wire.decode_reply(payload)
     except (OSError, wire.WireError):
         return None
     finally:
         sock.close()
-
-
-def _recv_exact(sock: object, n: int) -> bytes:
-    chunks = []
-    while n:
-        b = sock.recv(min(n, 1 << 20))  # type: ignore[attr-defined]
-        if not b:
-            raise wire.WireError("connection closed early")
-        chunks.append(b)
-        n -= len(b)
-    return b"".join(chunks)
 
 
 def trusted_peer(sock: object) -> bool:

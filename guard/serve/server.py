@@ -140,8 +140,8 @@ def serve_one(conn: socket.socket) -> None:
     """In the forked child: answer one request as guard-shell would, then the child exits."""
     conn.settimeout(CHILD_TIMEOUT)
     conn.sendall(wire.READY)
-    header = _recv_exact(conn, 4)
-    argv_b, cwd_b, env_b = wire.decode_request(_recv_exact(conn, wire.frame_length(header)))
+    header = wire.recv_exact(conn, 4)
+    argv_b, cwd_b, env_b = wire.decode_request(wire.recv_exact(conn, wire.frame_length(header)))
     env = {os.fsdecode(k): os.fsdecode(v) for k, v in env_b.items()}
     # The analysis takes the environment as an argument; only these are read from os.environ
     # (by expanduser and the cache folders), so only these are set: a full swap costs 0.3 ms.
@@ -174,17 +174,6 @@ def serve_one(conn: socket.socket) -> None:
     else:
         action = b"plain" if decision.plain else b"run"
     conn.sendall(wire.encode_reply(action, said))
-
-
-def _recv_exact(conn: socket.socket, n: int) -> bytes:
-    chunks = []
-    while n:
-        b = conn.recv(min(n, 1 << 20))
-        if not b:
-            raise wire.WireError("connection closed early")
-        chunks.append(b)
-        n -= len(b)
-    return b"".join(chunks)
 
 
 STALE_EXIT = 4  # a worker found the guard package changed

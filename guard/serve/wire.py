@@ -33,6 +33,18 @@ def frame_length(header: bytes) -> int:
     return n
 
 
+def recv_exact(sock: object, n: int) -> bytes:
+    """Exactly ``n`` bytes from a socket; WireError when it closes first."""
+    chunks = []
+    while n:
+        b = sock.recv(min(n, 1 << 20))  # type: ignore[attr-defined]
+        if not b:
+            raise WireError("connection closed early")
+        chunks.append(b)
+        n -= len(b)
+    return b"".join(chunks)
+
+
 def encode_request(argv: list[bytes], cwd: bytes, env: dict[bytes, bytes]) -> bytes:
     fields = [MAGIC, cwd, str(len(argv)).encode(), *argv, *(k + b"=" + v for k, v in env.items())]
     if any(b"\0" in f for f in fields):

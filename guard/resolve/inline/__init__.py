@@ -28,11 +28,25 @@ __all__ = [
     "INTERPRETERS",
     "TOKEN_VARS",
     "MAX_SOURCE",
+    "UNK",
+    "Unknown",
     "analyze_inline",
     "interpreter_lang",
 ]
 
 MAX_SOURCE = 1_000_000  # characters; larger sources are not analysed
+
+
+class Unknown:
+    """The evaluators' "not a constant" value; ``UNK`` is its one instance."""
+
+    __slots__ = ()
+
+    def __repr__(self) -> str:
+        return "UNK"
+
+
+UNK = Unknown()
 
 TOKEN_VARS = frozenset(
     {

@@ -14,7 +14,7 @@ from functools import lru_cache
 
 from guard.ir import UNKNOWN
 from guard.record import dataclass
-from guard.resolve.inline import TOKEN_VARS, Finding, argv_of_string
+from guard.resolve.inline import TOKEN_VARS, UNK, Finding, Unknown, argv_of_string
 
 MAX_STEPS = 600_000
 MAX_DEPTH = 60
@@ -22,14 +22,6 @@ MAX_VALUE = 100_000
 MAX_FINDINGS = 1_000
 
 
-class _Unknown:
-    __slots__ = ()
-
-    def __repr__(self) -> str:
-        return "UNK"
-
-
-UNK = _Unknown()
 
 
 @dataclass(frozen=True, slots=True)
@@ -408,7 +400,7 @@ class _Analyzer:
         if t == "ternary_expression":
             a = self.ev(n.child_by_field_name("consequence"), d)
             b = self.ev(n.child_by_field_name("alternative"), d)
-            return a if a == b and not isinstance(a, _Unknown) else UNK
+            return a if a == b and not isinstance(a, Unknown) else UNK
         if t == "call_expression":
             return self.ev_call(n, d)
         if t == "new_expression":

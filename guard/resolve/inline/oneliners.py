@@ -16,7 +16,7 @@ import re
 
 from guard.ir import UNKNOWN
 from guard.record import dataclass
-from guard.resolve.inline import Finding
+from guard.resolve.inline import UNK, Finding
 
 MAX_TOKENS = 500_000
 MAX_FINDINGS = 1_000
@@ -41,11 +41,6 @@ class _Hash:
         self.opts = opts
 
 
-class _Unknown:
-    __slots__ = ()
-
-
-UNK = _Unknown()
 
 _OPEN = {"(": ")", "[": "]", "{": "}", "<": ">"}
 _ESC = {"n": "\n", "t": "\t", "r": "\r", "e": "\x1b", "a": "\a", "0": "\0", "f": "\f", "v": "\v"}

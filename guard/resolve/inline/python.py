@@ -18,7 +18,15 @@ import tokenize
 
 from guard.ir import UNKNOWN
 from guard.record import dataclass, field
-from guard.resolve.inline import TOKEN_VARS, Finding, argv_of_string, join_shell, looks_like_command
+from guard.resolve.inline import (
+    TOKEN_VARS,
+    UNK,
+    Finding,
+    Unknown,
+    argv_of_string,
+    join_shell,
+    looks_like_command,
+)
 
 MAX_STEPS = 400_000  # expression nodes evaluated per source
 MAX_DEPTH = 60  # expression nesting followed by the evaluator
@@ -28,14 +36,6 @@ MAX_VALUE = 100_000  # characters of a propagated constant
 MAX_FINDINGS = 1_000
 
 
-class _Unknown:
-    __slots__ = ()
-
-    def __repr__(self) -> str:
-        return "UNK"
-
-
-UNK = _Unknown()
 
 
 def _child_nodes(node: ast.AST) -> list[ast.AST]:
@@ -172,7 +172,7 @@ def _to_str(v: object) -> str:
 
 
 def _is_known(v: object) -> bool:
-    return not isinstance(v, _Unknown | Ref)
+    return not isinstance(v, Unknown | Ref)
 
 
 def _json_text(v: object) -> str:
