@@ -112,7 +112,7 @@ def unescape_backtick(text: str) -> str:
 def merge_lits(parts: list[Part]) -> tuple[Part, ...]:
     """Join neighbouring ``Lit`` parts with the same quotedness and drop empty ones.
 
-    A word that is only empty quotes (``""``) keeps one empty quoted ``Lit``.
+    A word whose only quoting is empty quotes (``""``, ``""$e``) keeps one empty quoted ``Lit``.
     """
     out: list[Part] = []
     empty_quoted = False
@@ -125,8 +125,8 @@ def merge_lits(parts: list[Part]) -> tuple[Part, ...]:
                 out[-1] = Lit(out[-1].text + p.text, p.quoted)
                 continue
         out.append(p)
-    if not out and empty_quoted:
-        out.append(Lit("", True))
+    if empty_quoted and not any(isinstance(p, Lit) or getattr(p, "quoted", False) for p in out):
+        out.insert(0, Lit("", True))  # ``""`` alone, or ``""$e``: a field even when $e is empty
     return tuple(out)
 
 

@@ -1,20 +1,45 @@
-"""Shell builtins that change the state later commands see: cd, pushd, popd, export, declare,
-alias, unalias, unset, set --, shift."""
+"""Shell builtins that change the state later commands see: cd, pushd, popd, export, declare
+(arrays, associative arrays, namerefs), alias, unalias, unset, set, shift, and the builtins that
+assign what they read or print: read, mapfile/readarray, printf -v."""
 
 from __future__ import annotations
 
+import os
+from collections.abc import Callable
+
 from guard import paths
 from guard.ir import UNKNOWN
-from guard.resolve.state import State
+from guard.resolve.state import Assoc, State
+from guard.resolve.words import DEFAULT_IFS, resolve_name, set_element
 
 DECLARE = frozenset({"export", "declare", "typeset", "local", "readonly"})
 
+# Reads ``(…)`` text again as an array literal (``declare -a c='(a b)'``); the walker provides it.
+CompoundFn = Callable[[str], "list[str] | dict | None"]
 
-def apply(argv: list[str], st: State) -> None:
-    name = argv[0]
-    handler = _HANDLERS.get(name)
+
+class _Call:
+    """One builtin call: its argv, the state, what it reads on stdin, its prefix assignments."""
+
+    __slots__ = ("argv", "st", "stdin", "env", "compound")
+
+    def __init__(self, argv: list[str], st: State, stdin: str | None, env: dict, compound: CompoundFn | None):
+        self.argv = argv
+        self.st = st
+        self.stdin = stdin
+        self.env = env
+        self.compound = compound
+
+    def ifs(self) -> str:
+        v = self.env["IFS"] if "IFS" in self.env else self.st.vars.get("IFS", DEFAULT_IFS)
+        return v if isinstance(v, str) else DEFAULT_IFS
+
+
+def apply(argv: list[str], st: State, stdin: str | None = None, env: dict | None = None,
+          compound: CompoundFn | None = None) -> None:
+    handler = _HANDLERS.get(argv[0])
     if handler is not None:
-        handler(argv, st)
+        handler(_Call(argv, st, stdin, env or {}, compound))
 
 
 def _home(st: State) -> str:
@@ -22,20 +47,73 @@ def _home(st: State) -> str:
     return h if isinstance(h, str) else "/root"
 
 
-def _cd(argv: list[str], st: State) -> None:
+def _cd(c: _Call) -> None:
+    argv, st = c.argv, c.st
     args = [a for a in argv[1:] if a not in ("-P", "-L", "-e", "-@", "--")]
+    old = st.cwd
     if not args:
-        st.cwd = _home(st)
+        new = _home(st)
     elif args[0] == "-":
-        old = st.vars.get("OLDPWD")
-        st.cwd = old if isinstance(old, str) else UNKNOWN
+        prev = st.vars.get("OLDPWD")
+        new = prev if isinstance(prev, str) else UNKNOWN
     else:
-        old = st.cwd
-        st.cwd = paths.real(paths.join(st.cwd, args[0], _home(st)))
-        st.vars["OLDPWD"] = old
+        new = _cd_target(args[0], c)
+        if new is None:  # bash says "No such file or directory" and stays where it was
+            st.failed = True
+            st.cd_target = paths.real(paths.join(st.cwd, args[0], _home(st)))
+            return
+    st.cwd = new
+    st.vars["OLDPWD"] = old
+    st.vars["PWD"] = new
 
 
-def _pushd(argv: list[str], st: State) -> None:
+def _cd_target(arg: str, c: _Call) -> str | None:
+    """Where ``cd arg`` goes: through ``CDPATH`` for a relative name (bash tries each entry,
+    then the name itself), None when the folder is known not to exist."""
+    st = c.st
+    home = _home(st)
+    local = paths.real(paths.join(st.cwd, arg, home))
+    cdpath = c.env.get("CDPATH") if "CDPATH" in c.env else st.vars.get("CDPATH")
+    if isinstance(cdpath, str) and cdpath and not arg.startswith(("/", "./", "../", "~")) and arg not in (".", ".."):
+        for entry in cdpath.split(":"):
+            cand = paths.real(paths.join(st.cwd if not entry else paths.join(st.cwd, entry, home), arg, home))
+            if _exists(cand, st) is True:
+                return cand
+    if _exists(local, st) is False:
+        return None
+    return local
+
+
+def _exists(path: str, st: State) -> bool | None:
+    """Whether a folder exists: True or False when the file system (or the command, which may
+    have made it) says so, None when that cannot be known (a parent that is not there either,
+    as for a tree that is not on this machine)."""
+    if UNKNOWN in path:
+        return None
+    if os.path.isdir(path):
+        return True
+    for g in st.given:  # the tree and the starting folder exist even when not on this machine
+        if g == path or g.startswith(path.rstrip("/") + "/"):
+            return True
+        if path.startswith(g.rstrip("/") + "/") and not os.path.isdir(g):
+            return None
+    if any(path == m or path.startswith(m.rstrip("/") + "/") for m in st.cloned | st.made):
+        return True
+    parent = path.rsplit("/", 1)[0] or "/"
+    if not os.path.isdir(parent) or any(m.startswith(path) for m in st.made):
+        return None
+    return None if _mentioned(path, st) else False
+
+
+def _mentioned(path: str, st: State) -> bool:
+    """Whether a command run earlier named the folder (``cmake -B /tmp/b``, ``tar -C …``): it
+    may have made it, so it is not known to be missing."""
+    base = path.rsplit("/", 1)[-1]
+    return any(base and base in a for argv in st.ran for a in argv)
+
+
+def _pushd(c: _Call) -> None:
+    argv, st = c.argv, c.st
     args = [a for a in argv[1:] if not a.startswith("-") or a == "-"]
     if not args or args[0].startswith("+"):
         st.cwd = UNKNOWN if not st.dirstack else st.dirstack[-1]
@@ -44,33 +122,196 @@ def _pushd(argv: list[str], st: State) -> None:
     st.cwd = paths.real(paths.join(st.cwd, args[0], _home(st)))
 
 
-def _popd(argv: list[str], st: State) -> None:
+def _popd(c: _Call) -> None:
+    st = c.st
     st.cwd = st.dirstack.pop() if st.dirstack else UNKNOWN
 
 
-def _declare(argv: list[str], st: State) -> None:
-    export = argv[0] == "export" or any(a.startswith("-") and "x" in a for a in argv[1:])
-    functions = any(a.startswith("-") and "f" in a for a in argv[1:])
+def _declare(c: _Call) -> None:
+    argv, st = c.argv, c.st
+    flags = "".join(a[1:] for a in argv[1:] if a.startswith("-") and a != "--")
+    export = argv[0] == "export" or "x" in flags
+    if "f" in flags or "F" in flags or "p" in flags:
+        return
     for a in argv[1:]:
-        if a.startswith("-") or a.startswith("+"):
+        if a.startswith(("-", "+")):
             continue
-        if "=" in a:
-            k, v = a.split("=", 1)
-            k = k.rstrip("+")
-            if not k.isidentifier():
-                continue
-            if v.startswith("(") and v.endswith(")"):
-                st.vars[k] = v[1:-1].split()
+        k, eq, v = a.partition("=")
+        append = k.endswith("+")
+        k = k.rstrip("+")
+        index = None
+        if k.endswith("]") and "[" in k:
+            k, _, index = k[:-1].partition("[")
+        if not k.isidentifier():
+            continue
+        if "n" in flags:
+            if eq and v.replace("_", "a").isalnum():
+                st.namerefs[k] = v
+            continue
+        k = resolve_name(k, st)
+        if "A" in flags and not isinstance(st.vars.get(k), Assoc):
+            st.vars[k] = Assoc()
+        elif "a" in flags and k not in st.vars and not eq:
+            st.vars[k] = []
+        if eq:
+            if index is not None:
+                set_element(st, k, index if isinstance(st.vars.get(k), Assoc) else (index if index.lstrip("-").isdigit() else None), v)
+            elif v.startswith("(") and v.endswith(")") and ("a" in flags or "A" in flags or isinstance(st.vars.get(k), list | dict)):
+                if isinstance(st.vars.get(k), Assoc) and c.compound is not None:
+                    st.vars["__guard_a"] = Assoc()
+                value = c.compound(v) if c.compound is not None else v[1:-1].split()
+                st.vars.pop("__guard_a", None)
+                st.vars[k] = value
+            elif append and isinstance(st.vars.get(k), str):
+                st.vars[k] = st.vars[k] + v  # type: ignore[operator]
+            elif isinstance(st.vars.get(k), list | dict):
+                set_element(st, k, "0", v)
             else:
                 st.vars[k] = v
             if export:
                 st.exported[k] = v
-        elif export and not functions and a.isidentifier():
-            val = st.vars.get(a)
-            st.exported[a] = val if isinstance(val, str) else None
+        elif export and a.isidentifier():
+            val = st.vars.get(k)
+            st.exported[k] = val if isinstance(val, str) else None
 
 
-def _alias(argv: list[str], st: State) -> None:
+def _printf(c: _Call) -> None:
+    """``printf -v NAME FORMAT ARGS``: NAME gets what printf would print."""
+    argv, st = c.argv, c.st
+    if len(argv) < 4 or argv[1] != "-v":
+        return
+    from guard.resolve.compute import evaluate
+
+    name = argv[2]
+    out = evaluate([("printf", *argv[3:])]) if not any(UNKNOWN in a for a in argv[3:]) else None
+    _assign(st, name, UNKNOWN if out is None else out)
+
+
+def _assign(st: State, name: str, value: str | None) -> None:
+    if "[" in name and name.endswith("]"):
+        base, _, idx = name[:-1].partition("[")
+        set_element(st, base, idx if (isinstance(st.vars.get(base), Assoc) or idx.isdigit()) else None, value)
+    elif name.isidentifier():
+        st.vars[resolve_name(name, st)] = value
+
+
+def _read(c: _Call) -> None:
+    """``read [-r] [-a ARR] [-d DELIM] NAME…``: one line of stdin split on IFS into the names."""
+    argv, st = c.argv, c.st
+    raw, array, delim = False, None, "\n"
+    names: list[str] = []
+    i = 1
+    while i < len(argv):
+        a = argv[i]
+        if a.startswith("-") and len(a) > 1 and not names:
+            for j, f in enumerate(a[1:], start=1):
+                if f == "r":
+                    raw = True
+                elif f in "adpntuNi":
+                    val = a[j + 1:] or (argv[i + 1] if i + 1 < len(argv) else "")
+                    if not a[j + 1:]:
+                        i += 1
+                    if f == "a":
+                        array = val
+                    elif f == "d":
+                        delim = val[:1] or "\0"
+                    break
+        else:
+            names.append(a)
+        i += 1
+    targets = [array] if array else (names or ["REPLY"])
+    text = c.stdin
+    if text is None:
+        for t in targets:
+            st.vars[resolve_name(t, st)] = None
+        return
+    line = text.split("\0" if delim == "\0" else delim, 1)[0]
+    if not raw:
+        line = line.replace("\\\n", "")
+    ifs = c.ifs()
+    if array:
+        fields = _ifs_split(line, ifs, raw)
+        st.vars[resolve_name(array, st)] = fields
+        return
+    if not names:
+        st.vars["REPLY"] = line if raw else _unbackslash(line)
+        return
+    fields = _ifs_split(line, ifs, raw, len(names))
+    for k, name in enumerate(names):
+        _assign(st, name, fields[k] if k < len(fields) else "")
+
+
+def _unbackslash(s: str) -> str:
+    import re
+
+    return re.sub(r"\\(.)", r"\1", s)
+
+
+def _ifs_split(line: str, ifs: str, raw: bool, limit: int = 0) -> list[str]:
+    """``read``'s splitting: fields on IFS; with ``limit`` names the last takes the rest."""
+    ws = "".join(ch for ch in ifs if ch in " \t\n")
+    line = line.strip(ws) if ws else line
+    fields: list[str] = []
+    i, n = 0, len(line)
+    cur: list[str] = []
+    while i < n:
+        if limit and len(fields) == limit - 1:
+            rest = line[i:]
+            rest = rest.rstrip(ws) if ws else rest
+            cur.append(rest)
+            break
+        ch = line[i]
+        if ch == "\\" and not raw and i + 1 < n:
+            cur.append(line[i + 1])
+            i += 2
+            continue
+        if ch in ifs:
+            j = i
+            while j < n and line[j] in ws:
+                j += 1
+            if j < n and line[j] in ifs and line[j] not in ws:
+                j += 1
+                while j < n and line[j] in ws:
+                    j += 1
+            fields.append("".join(cur))
+            cur = []
+            i = j
+            continue
+        cur.append(ch)
+        i += 1
+    if cur:
+        fields.append("".join(cur))
+    return fields
+
+
+def _mapfile(c: _Call) -> None:
+    """``mapfile [-t] [-d DELIM] [ARR]`` / ``readarray``: the lines of stdin into an array."""
+    argv, st = c.argv, c.st
+    strip, delim, name = False, "\n", "MAPFILE"
+    i = 1
+    while i < len(argv):
+        a = argv[i]
+        if a == "-t":
+            strip = True
+        elif a in ("-d", "-n", "-O", "-s", "-u", "-C", "-c") and i + 1 < len(argv):
+            if a == "-d":
+                delim = argv[i + 1][:1] or "\0"
+            i += 1
+        elif not a.startswith("-"):
+            name = a
+        i += 1
+    if c.stdin is None:
+        st.vars[resolve_name(name, st)] = None
+        return
+    pieces = c.stdin.split(delim)
+    lines = [p + ("" if strip else delim) for p in pieces[:-1]]
+    if pieces[-1]:
+        lines.append(pieces[-1])
+    st.vars[resolve_name(name, st)] = lines
+
+
+def _alias(c: _Call) -> None:
+    argv, st = c.argv, c.st
     for a in argv[1:]:
         if a.startswith("-"):
             continue
@@ -79,7 +320,8 @@ def _alias(argv: list[str], st: State) -> None:
             st.aliases[k] = v
 
 
-def _unalias(argv: list[str], st: State) -> None:
+def _unalias(c: _Call) -> None:
+    argv, st = c.argv, c.st
     for a in argv[1:]:
         if a == "-a":
             st.aliases.clear()
@@ -87,7 +329,8 @@ def _unalias(argv: list[str], st: State) -> None:
             st.aliases.pop(a, None)
 
 
-def _unset(argv: list[str], st: State) -> None:
+def _unset(c: _Call) -> None:
+    argv, st = c.argv, c.st
     funcs = "-f" in argv[1:]
     for a in argv[1:]:
         if a.startswith("-"):
@@ -99,12 +342,21 @@ def _unset(argv: list[str], st: State) -> None:
             st.exported.pop(a, None)
 
 
-def _set(argv: list[str], st: State) -> None:
+def _set(c: _Call) -> None:
+    argv, st = c.argv, c.st
+    for a in argv[1:]:
+        if a == "--":
+            break
+        if a[:1] in "-+" and "f" in a[1:] and a[1:2] != "o":
+            st.noglob = a[0] == "-"
     if "--" in argv:
         st.positional = list(argv[argv.index("--") + 1 :])
+    elif len(argv) > 1 and not argv[1].startswith(("-", "+")):
+        st.positional = list(argv[1:])
 
 
-def _shift(argv: list[str], st: State) -> None:
+def _shift(c: _Call) -> None:
+    argv, st = c.argv, c.st
     if st.positional:
         n = int(argv[1]) if len(argv) > 1 and argv[1].isdigit() else 1
         st.positional = st.positional[n:]
@@ -119,5 +371,9 @@ _HANDLERS = {
     "unset": _unset,
     "set": _set,
     "shift": _shift,
+    "printf": _printf,
+    "read": _read,
+    "mapfile": _mapfile,
+    "readarray": _mapfile,
     **{k: _declare for k in DECLARE},
 }

@@ -318,6 +318,7 @@ def _shell(
         if not rest:
             return False
         sub = _child(st, cwd, env)
+        sub.arg0 = rest[1] if len(rest) > 1 else argv[0]  # bash -c CMD NAME ARGS…: $0 is NAME
         sub.positional = list(rest[2:])
         w.string(rest[0], sub, fr, f"{prog} -c")
         return True
@@ -327,6 +328,7 @@ def _shell(
             w.sink.note(f"{prog} {_show(rest[0])}: script not readable, not analysed")
             return False
         sub = _child(st, cwd, env)
+        sub.arg0 = rest[0]
         sub.positional = list(rest[1:])
         w.string(text, sub, fr, f"{prog} {_show(rest[0])}")
         return True

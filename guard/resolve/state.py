@@ -6,9 +6,14 @@ from __future__ import annotations
 from guard.ir import FunctionDef, Invocation
 from guard.record import dataclass, field
 
-# A variable's value: a string (may hold UNKNOWN), a list for arrays, or None when the variable
-# is set to something we cannot know.
-Value = str | list[str] | None
+
+class Assoc(dict):
+    """An associative array (``declare -A``): keys are strings, in insertion order."""
+
+
+# A variable's value: a string (may hold UNKNOWN); an indexed array as a list (dense) or a
+# dict of int keys (sparse); an ``Assoc``; or None when it is set to something we cannot know.
+Value = str | list[str] | dict | None
 
 
 @dataclass(frozen=True)
@@ -37,11 +42,19 @@ class State:
     git_aliases: dict[str, str] = field(default_factory=dict)  # defined by `git config alias.X`
     removed: set[str] = field(default_factory=set)  # paths rm'd earlier in the command
     cloned: set[str] = field(default_factory=set)  # repositories git clone/init made earlier
+    namerefs: dict[str, str] = field(default_factory=dict)  # declare -n NAME=TARGET
+    arg0: str = "bash"  # $0
+    noglob: bool = False  # set -f
+    failed: bool = False  # the last builtin is known to have failed (cd to a missing folder)
+    cd_target: str = ""  # where that cd meant to go
+    given: tuple[str, ...] = ()  # folders known to exist: the tree roots and the starting cwd
+    made: set[str] = field(default_factory=set)  # folders mkdir made earlier in the command
+    ran: list[tuple[str, ...]] = field(default_factory=list)  # argv of the commands run so far
 
     def copy(self) -> State:
         return State(
             cwd=self.cwd,
-            vars=dict(self.vars),
+            vars=dict(self.vars),  # arrays are never changed in place: a shallow copy is enough
             aliases=dict(self.aliases),
             functions=dict(self.functions),
             dirstack=list(self.dirstack),
@@ -51,6 +64,12 @@ class State:
             git_aliases=self.git_aliases,  # git config writes a file: it outlives the subshell too
             removed=self.removed,  # so does a deletion
             cloned=self.cloned,  # and a clone
+            namerefs=dict(self.namerefs),
+            arg0=self.arg0,
+            noglob=self.noglob,
+            made=self.made,
+            given=self.given,
+            ran=self.ran,
         )
 
 

@@ -30,8 +30,16 @@ from guard.ir import (
 )
 from guard.record import replace
 from guard.resolve import builtins, programs
-from guard.resolve.state import Frame, Sink, State
-from guard.resolve.words import expand_one, expand_word, literal_field
+from guard.resolve.state import Assoc, Frame, Sink, State
+from guard.resolve.words import (
+    Expander,
+    Hooks,
+    expand_one,
+    expand_word,
+    literal_field,
+    resolve_name,
+    set_element,
+)
 from guard.resolve.wrappers import basename
 
 OUTPUT_OPS = frozenset({">", ">>", ">|", "&>", "&>>", "<>"})
@@ -56,6 +64,10 @@ class Walker:
             self.pipeline(n, st, fr, stdin)
         elif isinstance(n, AndOr):
             for i, item in enumerate(n.items):
+                if i and n.ops[i - 1] == "&&" and st.failed and st.cd_target:
+                    # `cd DIR && …` where DIR is not there yet: bash would run nothing more, but
+                    # the folder may exist by the time it runs; analyse the rest as if in DIR
+                    st.cwd = st.cd_target
                 self.node(item, st, fr, stdin if i == 0 else None)
         elif isinstance(n, Sequence):
             for item in n.items:
@@ -135,21 +147,24 @@ class Walker:
     def _simple(self, n: Simple, st: State, fr: Frame, stdin: str | None) -> tuple[str, ...] | None:
         refs: list[str] = []
         # assignments: values are expanded (their substitutions run) in order
-        assigned: dict[str, str | list[str] | None] = {}
+        assigned: dict[str, str | list[str] | dict | None] = {}
         for a in n.assigns:
+            name = resolve_name(a.name, st)
             if a.array is not None:
-                vals: list[str] = []
-                for w in a.array:
-                    vals.extend(self.expand(w, st, fr, refs))
-                value: str | list[str] | None = vals
+                value: str | list[str] | dict | None = self.array_value(a.array, st, fr, refs, name)
+                if a.append and isinstance(value, list):
+                    old = st.vars.get(name)
+                    value = (old if isinstance(old, list) else [old] if isinstance(old, str) else []) + value
+            elif a.index is not None:
+                self.set_index(name, a.index, self.expand_one(a.value, st, fr, refs) if a.value else "", st, fr, refs)
+                continue
             else:
-                value = self.expand_one(a.value, st, fr, refs) if a.value is not None else ""
-            if a.index is not None:
-                value = None
+                value = self.expand_one(a.value, st, fr, refs, assign=True) if a.value is not None else ""
             if a.append and isinstance(value, str):
-                old = st.vars.get(a.name)
-                value = (old if isinstance(old, str) else UNKNOWN) + value
-            assigned[a.name] = value
+                old = st.vars.get(name)
+                value = (old if isinstance(old, str) else old[0] if isinstance(old, list) and old else
+                         "" if name in st.vars and isinstance(old, list) else UNKNOWN) + value
+            assigned[name] = value
         writes: tuple[str, ...] = ()
         if n.redirects:
             writes, in_stdin = self.redirect_effects(n.redirects, st, fr, refs)
@@ -157,12 +172,22 @@ class Walker:
                 stdin = in_stdin  # a heredoc or here-string replaces piped input
         self.stdin_used = stdin
         argv: list[str] = []
-        for w in n.words:
-            field = literal_field(w)
-            if field is not None:
-                argv.append(field)
-            else:
-                argv.extend(self.expand(w, st, fr, refs))
+        head = n.words[0].literal if n.words else None
+        if head in builtins.DECLARE or head == "[[":
+            # declarations expand NAME=VALUE words as assignments; [[ … ]] neither splits nor globs
+            hooks = self.hooks(fr)
+            for k, w in enumerate(n.words):
+                if k and (head == "[[" or _is_assignment_word(w)):
+                    argv.append(expand_one(w, st, hooks, refs, assign=True))
+                else:
+                    argv.extend(expand_word(w, st, hooks, refs))
+        else:
+            for w in n.words:
+                field = literal_field(w)
+                if field is not None:
+                    argv.append(field)
+                else:
+                    argv.extend(self.expand(w, st, fr, refs))
         if not n.words:
             st.vars.update(assigned)
             if refs:
@@ -190,13 +215,20 @@ class Walker:
         if label:
             fr = Frame(fr.via + (label,), fr.depth, fr.lang)
         final = programs.run(self, tuple(argv), st, fr, env, stdin, writes, refs, n.pos)
-        builtins.apply(argv, st)  # after the emit, so `cd X` itself runs where it was typed
+        # after the emit, so `cd X` itself runs where it was typed
+        st.failed = False
+        builtins.apply(argv, st, stdin, env, lambda text: self.compound(text, st, fr))
+        if len(st.ran) < 256:
+            st.ran.append(final or tuple(argv))
         if writes:
             self.remember_written(tuple(argv), stdin, writes, st)
         ran = final[0].rsplit("/", 1)[-1] if final else None
         if ran in ("rm", "rmdir"):
             home = str(st.vars.get("HOME") or "/root")
             st.removed.update(paths.join(st.cwd, a, home) for a in final[1:] if not a.startswith("-"))
+        elif ran == "mkdir":
+            home = str(st.vars.get("HOME") or "/root")
+            st.made.update(paths.join(st.cwd, a, home) for a in final[1:] if not a.startswith("-"))
         elif ran == "git":
             made = programs.repository_made(final, st)
             if made:
@@ -282,11 +314,62 @@ class Walker:
         st.files = inner.files
         return out
 
-    def expand(self, w: Word, st: State, fr: Frame, refs: list[str] | None = None) -> list[str]:
-        return expand_word(w, st, lambda s, state: self.subst(s, state, fr), refs)
+    def hooks(self, fr: Frame) -> Hooks:
+        return Hooks(lambda s, state: self.subst(s, state, fr), _lex)
 
-    def expand_one(self, w: Word, st: State, fr: Frame, refs: list[str] | None = None) -> str:
-        return expand_one(w, st, lambda s, state: self.subst(s, state, fr), refs)
+    def expand(self, w: Word, st: State, fr: Frame, refs: list[str] | None = None) -> list[str]:
+        return expand_word(w, st, self.hooks(fr), refs)
+
+    def expand_one(self, w: Word, st: State, fr: Frame, refs: list[str] | None = None, assign: bool = False) -> str:
+        return expand_one(w, st, self.hooks(fr), refs, assign=assign)
+
+    def array_value(self, words: tuple[Word, ...], st: State, fr: Frame, refs: list[str], name: str) -> list[str] | dict:
+        """The value of ``name=(…)``: elements in order, ``[k]=v`` placing one (sparse arrays,
+        and associative ones when ``name`` was declared ``-A``)."""
+        assoc = isinstance(st.vars.get(name), Assoc)
+        items: dict = Assoc() if assoc else {}
+        nxt = 0
+        hooks = self.hooks(fr)
+        for w in words:
+            key_val = _keyed(w)
+            if key_val is not None:
+                key_text, value_word = key_val
+                ex = Expander(st, hooks, refs)
+                key: str | int | None = ex.string_of(key_text) if assoc else ex.arith_text(key_text)
+                val = ex.one(value_word)
+                if key is None or UNKNOWN in str(key):
+                    return None  # type: ignore[return-value]
+                if not assoc:
+                    key = int(key)  # type: ignore[arg-type]
+                    nxt = key + 1
+                items[key] = val
+                continue
+            for v in expand_word(w, st, hooks, refs):
+                if assoc:
+                    items[v] = ""
+                else:
+                    items[nxt] = v
+                    nxt += 1
+        if assoc:
+            return items
+        keys = sorted(items)
+        return [items[k] for k in keys] if keys == list(range(len(keys))) else dict(sorted(items.items()))
+
+    def set_index(self, name: str, index: str, value: str, st: State, fr: Frame, refs: list[str]) -> None:
+        """``a[i]=v``: the subscript is evaluated (and any ``$(…)`` in it run) as bash does."""
+        ex = Expander(st, self.hooks(fr), refs)
+        key = ex.string_of(index) if isinstance(st.vars.get(name), Assoc) else ex.arith_text(index)
+        set_element(st, name, None if UNKNOWN in key else key, value)
+
+    def compound(self, text: str, st: State, fr: Frame) -> list[str] | dict | None:
+        """The array ``declare -a c='(…)'`` makes: the text is read again as an array literal."""
+        from guard.parse import parse
+
+        script = parse("__guard_a=" + text)
+        body = script.body
+        if isinstance(body, Simple) and len(body.assigns) == 1 and body.assigns[0].array is not None and not body.words:
+            return self.array_value(body.assigns[0].array, st, fr, [], "__guard_a")
+        return None
 
     def redirects(self, rs: tuple[Redirect, ...], st: State, fr: Frame) -> None:
         self.redirect_effects(rs, st, fr, [])
@@ -360,6 +443,34 @@ class Walker:
         )
 
 
+def _lex(text: str) -> Word:
+    """Text bash reads again as a word (``${x@P}``, an arithmetic subscript), lexed by the parse
+    stage with its substitutions parsed."""
+    from guard.parse import parse
+    from guard.parse.words import make_word
+
+    return make_word(text, 0, lambda kind, inner, off: parse(inner))
+
+
+def _is_assignment_word(w: Word) -> bool:
+    from guard.parse.words import is_assignment
+
+    return bool(w.parts) and isinstance(w.parts[0], Lit) and not w.parts[0].quoted and is_assignment(w.parts[0].text)
+
+
+def _keyed(w: Word) -> tuple[str, Word] | None:
+    """``[k]=v`` inside an array literal: the key text and the value word."""
+    first = w.parts[0] if w.parts else None
+    if not isinstance(first, Lit) or first.quoted or not first.text.startswith("["):
+        return None
+    end = first.text.find("]=")
+    if end < 0:
+        return None
+    rest = first.text[end + 2:]
+    parts = ((Lit(rest),) if rest else ()) + w.parts[1:]
+    return first.text[1:end], Word(w.raw, parts, w.pos)
+
+
 def _computed_name(word: Word) -> str | None:
     """How a command name that was not written literally was computed, for the via chain."""
     for p in word.parts:
@@ -388,6 +499,7 @@ def _start_cwd(cwd: str) -> str:
 
 def initial_state(ctx: Context) -> State:
     st = State(cwd=_start_cwd(ctx.cwd), vars=dict(ctx.env))
+    st.given = (st.cwd, *ctx.trees)
     st.aliases.update(ctx.aliases)
     for name, src in ctx.functions.items():
         st.functions[name] = src
