@@ -93,6 +93,11 @@ def is_under(path: str, root: str) -> bool | None:
     head = parts[len(known)].split(UNKNOWN, 1)[0]
     if head and not rparts[len(known)].startswith(head):
         return False
+    # the literal components after it must match the root's too: "$(mktemp -d)/dep" is not in
+    # /tmp/tmp.AbCdEfGhIj/p/ws, whatever the unknown name is
+    for p, r in zip(parts[len(known) + 1 :], rparts[len(known) + 1 :], strict=False):
+        if UNKNOWN not in p and p != r:
+            return False
     return None
 
 

@@ -3,6 +3,7 @@ and ``eval`` run code, interpreters run inline programs, scripts run their conte
 
 from __future__ import annotations
 
+import os
 import re
 
 from guard import paths
@@ -41,6 +42,10 @@ def run(
     for _ in range(16):
         if not argv:
             return None
+        renamed = identity(argv, st, cwd, env)
+        if renamed is not None:
+            argv, label = renamed
+            fr = Frame(fr.via + (label,), fr.depth, fr.lang)
         prog = basename(argv[0])
         handler = WRAPPERS.get(prog)
         inner = handler(argv) if handler else None
@@ -88,6 +93,89 @@ def run(
         return argv
     w.emit(argv, st, fr, env, stdin, writes, refs, pos, program=prog, cwd=cwd)
     return argv
+
+
+# Programs whose identity matters when they are copied, linked or found under another name.
+NAMED = frozenset({"git", "gh", "curl", "wget", "scalar", *SHELLS, "python", "python3", "node", "perl", "ruby", "php"})
+_PROC_EXE = re.compile(r"^/proc/(?:self|\d+|" + UNKNOWN + r")/exe$")
+
+
+def identity(argv: tuple[str, ...], st: State, cwd: str, env: dict[str, str | None]) -> tuple[tuple[str, ...], str] | None:
+    """The program that really runs when ``argv[0]`` names it under another name: git's dashed
+    programs (``git-push``, ``/usr/lib/git-core/git-push``: git dispatches on them), a copy or
+    link of git or a shell made earlier in the command (also found through ``PATH``), a symlink
+    on disk, ``/proc/self/exe`` (the shell itself). Returns the new argv and the via label."""
+    name = argv[0]
+    base = basename(name)
+    if base.startswith("git-") and len(base) > 4 and UNKNOWN not in base[4:]:
+        return ("git", base[4:], *argv[1:]), base
+    if base == "scalar" and argv[1:2] == ("clone",):
+        return ("git", *argv[1:]), "scalar clone"  # a clone with its .git, under DIR/src
+    if base in NAMED or not name:
+        return None
+    full = None
+    if "/" in name:
+        full = paths.join(cwd, name, _home(st))
+    elif st.renamed:
+        pathvar = env.get("PATH") if "PATH" in env else st.vars.get("PATH")
+        for d in (pathvar.split(":") if isinstance(pathvar, str) else []):
+            cand = paths.join(cwd, d or ".", _home(st)) .rstrip("/") + "/" + name
+            if cand in st.renamed:
+                full = cand
+                break
+    if full is None:
+        return None
+    if full in st.renamed:
+        return (st.renamed[full], *argv[1:]), f"{st.renamed[full]} as {_show(name)}"
+    if _PROC_EXE.match(full):
+        return ("bash", *argv[1:]), f"shell as {_show(name)}"
+    if UNKNOWN not in full:
+        real = basename(paths.real(full))
+        if real in NAMED and real != base:
+            return (real, *argv[1:]), f"{real} as {_show(name)}"
+    return None
+
+
+def remember_copies(argv: tuple[str, ...], st: State) -> None:
+    """``cp /usr/bin/git /tmp/g``, ``ln -s $(which git) /tmp/bin/g``, ``install``, ``mv``: the
+    destination runs the same program, so a later ``/tmp/g push`` is git push."""
+    ops: list[str] = []
+    target_dir = None
+    i = 1
+    while i < len(argv):
+        a = argv[i]
+        if a in ("-t", "--target-directory") and i + 1 < len(argv):
+            target_dir = argv[i + 1]
+            i += 2
+            continue
+        if a.startswith("--target-directory="):
+            target_dir = a.split("=", 1)[1]
+        elif a in ("-m", "--mode", "-o", "--owner", "-g", "--group", "-S", "--suffix") and i + 1 < len(argv):
+            i += 2
+            continue
+        elif not a.startswith("-") or a == "-":
+            ops.append(a)
+        i += 1
+    if target_dir is None:
+        if len(ops) < 2:
+            return
+        *sources, dest = ops
+    else:
+        sources, dest = ops, target_dir
+    home = _home(st)
+    dest_full = paths.join(st.cwd, dest, home)
+    many = len(sources) > 1 or target_dir is not None or dest.endswith("/") or os.path.isdir(dest_full)
+    for src in sources:
+        src_full = paths.join(st.cwd, src, home)
+        ident = st.renamed.get(src_full) or basename(src)
+        if UNKNOWN in ident or ident not in NAMED:
+            real = basename(paths.real(src_full)) if UNKNOWN not in src_full else ""
+            if real not in NAMED:
+                continue
+            ident = real
+        where = dest_full.rstrip("/") + "/" + basename(src) if many else dest_full
+        if UNKNOWN not in where:
+            st.renamed[where] = ident
 
 
 def _git_alias(
@@ -449,9 +537,15 @@ def _executable_script(
 
 def output_of(argv: tuple[str, ...] | None, stdin: str | None, st: State | None = None) -> str | None:
     """The stdout of a static command when it is deterministic, else None."""
-    if not argv or any(UNKNOWN in a for a in argv):
+    if not argv:
         return None
     prog = basename(argv[0])
+    if prog in ("readlink", "realpath") and argv[-1:] and _PROC_EXE.match(argv[-1]):
+        return "/bin/bash\n"  # the shell running the command
+    if any(UNKNOWN in a for a in argv):
+        return None
+    if prog in ("which", "type", "command") and len(argv) >= 2:
+        return _which(argv, st)
     if prog == "mktemp":
         return _mktemp(argv, st)
     if prog == "pwd" and st is not None:
@@ -462,6 +556,23 @@ def output_of(argv: tuple[str, ...] | None, stdin: str | None, st: State | None 
         return evaluate([argv], stdin)
     except Exception:  # the evaluator is best effort; never let it break the analysis
         return None
+
+
+def _which(argv: tuple[str, ...], st: State | None) -> str | None:
+    """``which git``, ``command -v git``, ``type -P git``: where a program of interest is found
+    on this machine (only those: anything else is left unknown)."""
+    import shutil
+
+    opts = [a for a in argv[1:] if a.startswith("-")]
+    names = [a for a in argv[1:] if not a.startswith("-")]
+    prog = basename(argv[0])
+    if len(names) != 1 or names[0] not in NAMED:
+        return None
+    if prog == "command" and opts != ["-v"] or prog == "type" and not set(opts) & {"-P", "-p"}:
+        return None
+    pathvar = st.vars.get("PATH") if st is not None else None
+    found = shutil.which(names[0], path=pathvar if isinstance(pathvar, str) and UNKNOWN not in pathvar else None)
+    return found + "\n" if found else None
 
 
 def _mktemp(argv: tuple[str, ...], st: State | None) -> str:

@@ -226,6 +226,8 @@ class Walker:
         if ran in ("rm", "rmdir"):
             home = str(st.vars.get("HOME") or "/root")
             st.removed.update(paths.join(st.cwd, a, home) for a in final[1:] if not a.startswith("-"))
+        elif ran in ("cp", "ln", "install", "mv", "link"):
+            programs.remember_copies(final, st)
         elif ran == "mkdir":
             home = str(st.vars.get("HOME") or "/root")
             st.made.update(paths.join(st.cwd, a, home) for a in final[1:] if not a.startswith("-"))
@@ -358,7 +360,8 @@ class Walker:
     def set_index(self, name: str, index: str, value: str, st: State, fr: Frame, refs: list[str]) -> None:
         """``a[i]=v``: the subscript is evaluated (and any ``$(…)`` in it run) as bash does."""
         ex = Expander(st, self.hooks(fr), refs)
-        key = ex.string_of(index) if isinstance(st.vars.get(name), Assoc) else ex.arith_text(index)
+        text = ex.string_of(index)  # expanded first: a $(…) in the subscript runs
+        key = text if isinstance(st.vars.get(name), Assoc) or UNKNOWN in text else ex.arith_text(text)
         set_element(st, name, None if UNKNOWN in key else key, value)
 
     def compound(self, text: str, st: State, fr: Frame) -> list[str] | dict | None:
@@ -500,6 +503,10 @@ def _start_cwd(cwd: str) -> str:
 def initial_state(ctx: Context) -> State:
     st = State(cwd=_start_cwd(ctx.cwd), vars=dict(ctx.env))
     st.given = (st.cwd, *ctx.trees)
+    # bash sets BASH itself; an agent's SHELL is this shell (guard-shell runs /bin/bash)
+    st.vars.setdefault("BASH", "/bin/bash")
+    st.vars["IFS"] = " \t\n"  # bash never takes IFS from the environment
+    st.vars.setdefault("SHELL", "/bin/bash")
     st.aliases.update(ctx.aliases)
     for name, src in ctx.functions.items():
         st.functions[name] = src

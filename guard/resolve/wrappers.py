@@ -154,7 +154,18 @@ def _command(argv: tuple[str, ...]) -> Inner | None:
 
 def _exec(argv: tuple[str, ...]) -> Inner | None:
     i = _skip_opts(argv, 1, {"-a"})
-    return Inner("exec", argv[i:]) if i < len(argv) else None
+    if i >= len(argv):
+        return None
+    name = next((argv[k + 1] for k in range(1, i - 1) if argv[k] == "-a"), None)
+    if name and basename(argv[i]) == "git" and basename(name).startswith("git-"):
+        return Inner("exec -a", (name, *argv[i + 1:]))  # git dispatches on a dashed argv[0]
+    return Inner("exec", argv[i:])
+
+
+def _multicall(argv: tuple[str, ...]) -> Inner | None:
+    """``busybox APPLET ARGS`` / ``toybox APPLET ARGS``: the applet runs."""
+    i = _skip_opts(argv, 1, set())
+    return Inner(basename(argv[0]), argv[i:]) if i < len(argv) and i == 1 else None
 
 
 def _sudo(argv: tuple[str, ...]) -> Inner | None:
@@ -319,6 +330,8 @@ WRAPPERS: dict[str, Callable[[tuple[str, ...]], Inner | None]] = {
     "command": _command,
     "builtin": _simple("builtin"),
     "exec": _exec,
+    "busybox": _multicall,
+    "toybox": _multicall,
     "env": _env,
     "sudo": _sudo,
     "doas": _sudo,
@@ -353,4 +366,4 @@ WRAPPERS: dict[str, Callable[[tuple[str, ...]], Inner | None]] = {
     "conda": _runner("conda run", with_arg={"-n", "-p"}, long_arg={"--name", "--prefix"}),
 }
 
-SHELLS = frozenset({"bash", "sh", "zsh", "dash", "ksh", "ash", "mksh", "yash", "busybox", "rbash"})
+SHELLS = frozenset({"bash", "sh", "zsh", "dash", "ksh", "ash", "mksh", "yash", "busybox", "rbash", "guard-shell"})
