@@ -227,7 +227,7 @@ class Invocation:
     to something unknown". ``via`` lists the indirections, outermost first, each a short phrase
     such as ``"alias g"``, ``"bash -c"``, ``"find -exec"``. ``stdin`` is the literal text fed on
     standard input when known (heredoc, here-string, ``echo … |``). ``pipe_to`` holds the argv of
-    the commands this one's stdout is piped into, in order. ``writes`` are the resolved targets of
+    the commands this one's stdout is piped into, in order (the next 32 stages). ``writes`` are the resolved targets of
     output redirections, ``reads`` those of input redirections. ``var_refs`` are the variable
     names the command expands when run.
     """

@@ -21,6 +21,8 @@ MAX_NESTING = 60  # nested re-parses of $(…) text by the bashlex and scan lowe
 
 
 def _sanitize(src: str) -> str:
+    if "\0" in src:  # bash drops NUL bytes from what it reads (and -c text cannot hold one)
+        src = src.replace("\0", "")
     if UNKNOWN in src:
         src = src.replace(UNKNOWN, "\ufffd")
     try:

@@ -9,6 +9,8 @@ import shlex
 from collections.abc import Mapping
 from functools import lru_cache
 
+from guard.resolve import files
+
 GLOBAL_WITH_ARG = frozenset({"-C", "-c", "--git-dir", "--work-tree", "--namespace", "--config-env", "--super-prefix"})
 
 
@@ -58,10 +60,8 @@ def env_aliases(env: Mapping[str, str | None]) -> dict[str, str]:
 
 @lru_cache(maxsize=16)
 def _file_aliases(path: str, stamp: tuple[int, int]) -> dict[str, str]:
-    try:
-        with open(path, encoding="utf-8", errors="replace") as f:
-            text = f.read(256 * 1024)
-    except OSError:
+    text = files.read_text(path, 256 * 1024)[0]
+    if text is None:
         return {}
     out: dict[str, str] = {}
     section = ""
@@ -89,7 +89,7 @@ def file_aliases(env: Mapping[str, str | None]) -> dict[str, str]:
     for path in (os.path.join(xdg, "git", "config"), os.path.join(home, ".gitconfig")):
         try:
             st = os.stat(path)
-        except OSError:
+        except (OSError, ValueError):  # ValueError: a NUL in HOME
             continue
         out.update(_file_aliases(path, (st.st_size, st.st_mtime_ns)))
     return out

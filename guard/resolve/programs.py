@@ -8,6 +8,7 @@ import re
 
 from guard import paths
 from guard.ir import UNKNOWN
+from guard.resolve import files
 from guard.resolve.inline import analyze_inline, interpreter_lang  # not an import per command
 from guard.resolve.state import Frame, State
 from guard.resolve.words import PROCSUB_PATH as FAKE_PROCSUB
@@ -70,9 +71,9 @@ def run(
         w.string(" ".join(argv[1:]), st, fr, "eval")
         return argv
     if prog in ("source", ".") and len(argv) > 1:
-        text = read_script(argv[1], st, cwd)
+        text, why = read_script(argv[1], st, cwd, stdin)
         if text is None:
-            w.sink.note(f"{prog} {argv[1]}: script not readable, not analysed")
+            w.sink.note(f"{prog} {_show(argv[1])}: {why}, not analysed")
         else:
             w.string(text, st, fr, f"{prog} {_show(argv[1])}")
         return argv
@@ -349,23 +350,27 @@ def _child(st: State, cwd: str, env: dict[str, str | None]) -> State:
     return sub
 
 
-def read_script(path: str, st: State, cwd: str) -> str | None:
-    """Contents of a script the command runs: one it wrote itself, else the file on disk."""
+def read_script(path: str, st: State, cwd: str, stdin: str | None = None) -> tuple[str | None, str]:
+    """The script a command runs or sources, and why it is not known when it is not.
+
+    A script the command wrote itself, what the command is fed on stdin when the path names its
+    own standard input (``bash /dev/stdin <<EOF``), else the file on disk as far as
+    ``files.read_text`` allows: regular files only, never blocking, never the terminal.
+    """
     if UNKNOWN in path:
-        return None
+        return None, "script path not known"
+    if files.names_stdin(path):
+        if stdin is None:
+            return None, "reads its script from standard input, which the command text does not give"
+        return files.strip_nul(stdin), ""
     full = paths.join(cwd, path, _home(st))
     if full in st.files:
-        return st.files[full]
+        return files.strip_nul(st.files[full]), ""
     if path == FAKE_PROCSUB:
-        return st.files.get(FAKE_PROCSUB)
-    try:
-        with open(full, "rb") as f:
-            data = f.read(SCRIPT_CAP + 1)
-    except OSError:
-        return None
-    if len(data) > SCRIPT_CAP or b"\0" in data[:4096]:
-        return None
-    return data.decode("utf-8", "replace")
+        text = st.files.get(FAKE_PROCSUB)
+        return (None, "process substitution output not known") if text is None else (files.strip_nul(text), "")
+    text, why = files.read_text(full, SCRIPT_CAP)
+    return text, f"script {why}" if why else ""
 
 
 def _shell(
@@ -411,9 +416,9 @@ def _shell(
         w.string(rest[0], sub, fr, f"{prog} -c")
         return True
     if rest and not has_s:
-        text = read_script(rest[0], st, cwd)
+        text, why = read_script(rest[0], st, cwd, stdin)
         if text is None:
-            w.sink.note(f"{prog} {_show(rest[0])}: script not readable, not analysed")
+            w.sink.note(f"{prog} {_show(rest[0])}: {why}, not analysed")
             return False
         sub = _child(st, cwd, env)
         sub.arg0 = rest[0]
@@ -459,7 +464,7 @@ def _inline_source(
         i = 1
         while i < len(argv) and argv[i].startswith("-"):
             if argv[i] == "-f" and i + 1 < len(argv):
-                return read_script(argv[i + 1], st, cwd), f"awk -f {_show(argv[i + 1])}"
+                return read_script(argv[i + 1], st, cwd, stdin)[0], f"awk -f {_show(argv[i + 1])}"
             i += 2 if argv[i] in ("-F", "-v") else 1
         return (argv[i], "awk") if i < len(argv) else (None, "")
     flags = INLINE_FLAGS.get(lang, ())
@@ -474,8 +479,7 @@ def _inline_source(
         if a == "-" or (not a.startswith("-")):
             if a == "-":
                 return stdin, f"{prog} stdin"
-            text = read_script(a, st, cwd)
-            return text, f"{prog} {_show(a)}"
+            return read_script(a, st, cwd, stdin)[0], f"{prog} {_show(a)}"
     if stdin is not None:
         return stdin, f"{prog} stdin"
     return None, ""
@@ -509,7 +513,9 @@ def _executable_script(
     w: Walker, argv: tuple[str, ...], st: State, fr: Frame, cwd: str, env: dict[str, str | None]
 ) -> bool:
     """``./deploy.sh``: read the shebang and analyse the contents with the right engine."""
-    text = read_script(argv[0], st, cwd)
+    if files.names_descriptor(argv[0]):
+        return False
+    text, _why = read_script(argv[0], st, cwd)
     if text is None:
         return False
     first = text.split("\n", 1)[0]

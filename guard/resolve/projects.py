@@ -8,6 +8,7 @@ import re
 
 from guard import paths
 from guard.ir import UNKNOWN
+from guard.resolve import files
 
 FILE_CAP = 512 * 1024
 NPM_SHORTCUTS = frozenset({"test", "start", "stop", "restart"})
@@ -16,14 +17,7 @@ NPM_SHORTCUTS = frozenset({"test", "start", "stop", "restart"})
 def _read(path: str) -> str | None:
     if UNKNOWN in path:
         return None
-    try:
-        with open(path, "rb") as f:
-            data = f.read(FILE_CAP + 1)
-    except OSError:
-        return None
-    if len(data) > FILE_CAP:
-        return None
-    return data.decode("utf-8", "replace")
+    return files.read_text(path, FILE_CAP)[0]
 
 
 def npm_scripts(argv: tuple[str, ...], cwd: str) -> list[tuple[str, str]] | None:

@@ -45,6 +45,9 @@ from guard.resolve.wrappers import basename
 OUTPUT_OPS = frozenset({">", ">>", ">|", "&>", "&>>", "<>"})
 
 
+PIPE_TO_STAGES = 32
+
+
 class Walker:
     def __init__(self, ctx: Context, sink: Sink) -> None:
         self.ctx = ctx
@@ -122,13 +125,14 @@ class Walker:
             flow = programs.output_of(argv, self.stdin_used, sub) if argv is not None else None
             if len(n.commands) > 1:
                 st.files = sub.files
-        # tell each stage what its output is piped into
+        # tell each stage what its output is piped into (the next PIPE_TO_STAGES stages: enough
+        # for ``env | sort | grep -i token``, and linear on a pipeline of thousands of stages)
         stage_starts.append(len(self.sink.invocations))
         invs = self.sink.invocations
         for s in range(len(n.commands) - 1):
             later = tuple(
                 invs[stage_starts[t]].argv
-                for t in range(s + 1, len(n.commands))
+                for t in range(s + 1, min(len(n.commands), s + 1 + PIPE_TO_STAGES))
                 if stage_starts[t] < stage_starts[t + 1]
             )
             for k in range(stage_starts[s], stage_starts[s + 1]):
