@@ -25,14 +25,16 @@ def main(argv: list[str] | None = None) -> None:
     args = list(sys.argv[1:] if argv is None else argv)
     if not args or args[0] in ("-h", "--help"):
         print(
-            "usage: guard check|explain|demo|annotate|audit|rules|server …\n"
+            "usage: guard check|explain|demo|annotate|audit|rules|server|hook|install|uninstall …\n"
             "  check [--cwd DIR] [--tree DIR]… [--env K=V]… [--rules PATH]… [--json|--jsonl] -- COMMAND\n"
             "  explain COMMAND        the analysis, for a person\n"
             "  demo                   walk agent commands through the guard in a temporary tree\n"
             "  annotate -- PROG ARGS  run a program under the stderr relay\n"
             "  audit [LOG…] [filters] report on refused-command logs\n"
             "  rules list|lint|test   inspect, validate and test rule files\n"
-            "  server status|stop     the resident analysis server guard-shell uses"
+            "  server status|stop     the resident analysis server guard-shell uses\n"
+            "  hook HOST              answer an agent host's pre-tool hook (JSON on stdin)\n"
+            "  install|uninstall HOST [--scope user|project] [--print]  the host's hook entry"
         )
         raise SystemExit(0 if args else EXIT_USAGE)
     sub, rest = args[0], args[1:]
@@ -63,6 +65,14 @@ def main(argv: list[str] | None = None) -> None:
             from guard.serve.client import main as server
 
             code = server(rest)
+        elif sub == "hook":
+            from guard.hooks.hook import main as hook
+
+            code = hook(rest)
+        elif sub in ("install", "uninstall"):
+            from guard.hooks.install import main as install
+
+            code = install(sub, rest)
         else:
             print(f"guard: unknown command {sub!r} (try guard --help)", file=sys.stderr)
             code = EXIT_USAGE

@@ -1,0 +1,162 @@
+"""``guard hook HOST``: one hook call of an agent host.
+
+Reads the host's JSON payload on stdin, runs the analysis ``guard check`` runs (cwd from the
+payload, tree and rules from the environment and config), writes a refusal to the audit log with
+the host's name and session id, and answers in the host's protocol (``guard.hooks.protocols``).
+An allowed command gets no decision. Input the protocol does not describe costs one line on
+stderr and the host's non-blocking exit status; nothing here prints a traceback.
+"""
+
+from __future__ import annotations
+
+import json
+import os
+import re
+import sys
+from collections.abc import Mapping
+from typing import Any
+
+from guard.hooks.protocols import HOSTS, Answer, Call, Host, Malformed, Refusal
+
+EXIT_USAGE = 2
+MAX_PAYLOAD = 8 * 1024 * 1024  # bytes of stdin read at most
+
+_ARG = re.compile(r'(\w+)=("(?:[^"\\]|\\.)*"|\[[^\]]*\]|[^,()]+)')
+
+
+def usage() -> str:
+    return "guard: usage: guard hook " + "|".join(HOSTS) + "  (reads the host's JSON payload on stdin)"
+
+
+def tool_arguments(message: str, tool: str | None) -> dict[str, Any]:
+    """The arguments of ``tool(…)`` as the refusal message spells them (from the rules' tool
+    templates), so a host can call the tool without parsing prose."""
+    if not tool:
+        return {}
+    at = message.find(tool + "(")
+    if at < 0:
+        return {}
+    depth, start = 0, at + len(tool)
+    end = start
+    for end in range(start, len(message)):
+        ch = message[end]
+        if ch in "([":
+            depth += 1
+        elif ch in ")]":
+            depth -= 1
+            if depth == 0:
+                break
+    out: dict[str, Any] = {}
+    for key, raw in _ARG.findall(message[start + 1 : end]):
+        raw = raw.strip()
+        if raw.startswith('"'):
+            try:
+                out[key] = json.loads(raw)
+            except ValueError:
+                out[key] = raw.strip('"')
+        else:
+            out[key] = raw
+    return out
+
+
+def structured(verdict: object, message: str) -> dict[str, Any]:
+    """guard's answer as data: category, rule, the tool and its arguments, what was matched."""
+    tool = getattr(verdict, "tool", None)
+    out: dict[str, Any] = {
+        "verdict": "refuse",
+        "category": getattr(verdict, "category", None),
+        "rule": getattr(verdict, "rule", None),
+        "tool": tool,
+        "arguments": tool_arguments(message, tool),
+    }
+    matched = getattr(verdict, "matched", None)
+    if matched is not None:
+        out["matched"] = {
+            "program": matched.program,
+            "argv": [a.replace("\x00", "…") for a in matched.argv][:32],
+            "via": list(matched.via),
+        }
+    return out
+
+
+def read_payload(stream: Any) -> Any:
+    data = stream.read(MAX_PAYLOAD + 1)
+    if len(data) > MAX_PAYLOAD:
+        raise Malformed(f"payload larger than {MAX_PAYLOAD} bytes")
+    if not data.strip():
+        raise Malformed("empty payload")
+    try:
+        return json.loads(data.decode("utf-8", "replace"))
+    except ValueError as e:
+        raise Malformed(f"not JSON ({e})") from None
+
+
+def record(host: Host, call: Call, decision: Any, cwd: str, env: Mapping[str, str]) -> None:
+    """The refusal in the audit log, with the host's name (``client``) and session id."""
+    try:
+        from guard.audit import log
+
+        v = decision.verdict
+        matched = getattr(v, "matched", None)
+        rec = log.build_record(
+            "refusal",
+            call.command,
+            cwd=cwd,
+            env=env,
+            verdict="refuse",
+            category=getattr(v, "category", None) or ("internal-error" if decision.error else None),
+            rule=getattr(v, "rule", None),
+            tool=getattr(v, "tool", None),
+            via=list(getattr(matched, "via", ()) or ()),
+        )
+        rec["client"] = host.name
+        rec["session"] = log._cap(call.session)
+        if not rec.get("thread") and call.session:
+            rec["thread"] = log._cap(call.session)  # retries are counted per thread
+        log.append_record(rec, env)
+    except Exception as exc:  # noqa: BLE001 - the log never changes the answer
+        print(f"guard: warning: could not write the audit log: {type(exc).__name__}: {exc}", file=sys.stderr)
+
+
+def answer(host: Host, payload: Any, env: Mapping[str, str]) -> Answer:
+    """The answer to one payload. Raises ``Malformed`` for input the protocol does not describe."""
+    call = host.read(payload)
+    if call is None:  # not the shell tool: no opinion
+        return host.allow
+    cwd = call.cwd if call.cwd and os.path.isabs(call.cwd) else _cwd()
+    from guard.shell import analysis_text, decide
+
+    decision = decide(analysis_text(call.command), cwd=cwd, env=dict(env))
+    if decision.action != "refuse":
+        if decision.message:  # a fail-open notice: the host shows stderr in its log
+            print(decision.message, file=sys.stderr)
+        return host.allow
+    message = decision.message or "guard: command refused"
+    record(host, call, decision, cwd, env)
+    return host.deny(Refusal(message, structured(decision.verdict, message)))
+
+
+def _cwd() -> str:
+    try:
+        return os.getcwd()
+    except OSError:
+        return "/"
+
+
+def main(argv: list[str]) -> int:
+    if len(argv) != 1 or argv[0] not in HOSTS:
+        print(usage(), file=sys.stderr)
+        return EXIT_USAGE
+    host = HOSTS[argv[0]]
+    try:
+        result = answer(host, read_payload(sys.stdin.buffer), os.environ)
+    except Malformed as e:
+        print(f"guard: hook {argv[0]}: {e}; no decision", file=sys.stderr)
+        return host.malformed_status
+    except Exception as e:  # noqa: BLE001 - a bug in guard: one line, the host goes on
+        print(f"guard: hook {argv[0]}: internal error: {type(e).__name__}: {e}", file=sys.stderr)
+        return host.malformed_status
+    if result.stdout:
+        sys.stdout.write(result.stdout + "\n")
+        sys.stdout.flush()
+    return result.status

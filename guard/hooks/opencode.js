@@ -1,0 +1,40 @@
+// guard-opencode-plugin: written by `guard install opencode`; `guard uninstall opencode` removes it.
+// Before every bash tool call, OpenCode's `tool.execute.before` hands this plugin the command;
+// it asks `guard hook opencode` and throws guard's refusal, which OpenCode reports to the model
+// instead of running the command. An allowed command gets no answer from here. If guard cannot
+// run (missing, crashed, timed out), the command goes through with a warning, unless
+// GUARD_FAIL=closed, which refuses it.
+import { spawnSync } from "node:child_process";
+
+const GUARD = process.env.GUARD_LAUNCHER || "__GUARD_LAUNCHER__";
+const TIMEOUT_MS = 10000;
+
+export function ask(command, cwd, sessionID) {
+  const payload = JSON.stringify({ tool: "bash", command, cwd, sessionID });
+  const run = spawnSync(GUARD, ["hook", "opencode"], { input: payload, encoding: "utf8", timeout: TIMEOUT_MS });
+  if (run.error || run.status !== 0) {
+    const why = run.error ? run.error.message : (run.stderr || "").trim() || `exit ${run.status}`;
+    return { failed: `guard could not check the command: ${why}` };
+  }
+  try {
+    return JSON.parse(run.stdout || "{}");
+  } catch (e) {
+    return { failed: `guard gave no answer: ${e.message}` };
+  }
+}
+
+export const GuardPlugin = async ({ directory } = {}) => ({
+  "tool.execute.before": async (input, output) => {
+    if (!input || input.tool !== "bash" || !output || !output.args) return;
+    const command = output.args.command;
+    if (typeof command !== "string") return;
+    const cwd = output.args.workdir || directory || process.cwd();
+    const answer = ask(command, cwd, input.sessionID);
+    if (answer.failed) {
+      if ((process.env.GUARD_FAIL || "").toLowerCase() === "closed") throw new Error(answer.failed);
+      console.error(answer.failed);
+      return;
+    }
+    if (answer.deny) throw new Error(answer.message);
+  },
+});
