@@ -44,6 +44,7 @@ def main() -> None:
     runs = [
         ("analysis", [str(HERE / "analysis_bench.py")] + (["--limit", "3000"] if ns.quick else [])),
         ("guard-shell vs bash", [str(HERE / "shell_bench.py"), "--runs", "10" if ns.quick else "30"]),
+        ("agent host wrappers", [str(HERE / "wrapper_bench.py"), "--runs", "5" if ns.quick else "20"]),
         ("stderr relay", [str(HERE / "relay_bench.py"), "--size", "64M" if ns.quick else "1G",
                           "--runs", "1" if ns.quick else "3"]),
         ("audit log", [str(HERE / "audit_bench.py")] + (["--records", "1000"] if ns.quick else [])),

@@ -244,7 +244,8 @@ def _trivially_allowed(
 # --------------------------------------------------------------------------- audit
 
 
-def record_refusal(command: str, decision: Decision, cwd: str | None, environ: dict[str, str] | None = None) -> None:
+def record_refusal(command: str, decision: Decision, cwd: str | None, environ: dict[str, str] | None = None,
+                   client: str | None = None) -> None:
     """Append the refusal to the audit log. A logging failure never changes the verdict."""
     try:
         from guard.audit import log
@@ -264,6 +265,8 @@ def record_refusal(command: str, decision: Decision, cwd: str | None, environ: d
             tool=getattr(v, "tool", None),
             via=via,
         )
+        if client:
+            record["client"] = client  # the agent host (claude-code, codex, …)
         log.append_record(record, env)
     except Exception as exc:  # noqa: BLE001 - the log must never stop the shell
         _say(f"guard: warning: could not write the audit log: {_reason(exc)}")
@@ -548,12 +551,17 @@ def guard_command(
     environ = os.environ if env is None else env
     functions = exported_functions(environ)
     decision = Decision("run")
-    for part in [*(startup_texts(parsed, environ) if parsed else []), text]:
+    from guard import hostwrap  # an agent host's wrapper: judge and log what the agent wrote
+
+    wrapped = hostwrap.unwrap(text) if parsed is not None and parsed.mode == "command" else None
+    own = wrapped.analysis_text() if wrapped else text
+    for part in [*(startup_texts(parsed, environ) if parsed else []), own]:
         decision = decide(part, cwd=cwd, functions=functions, env=env)
         if decision.message:
             _say(decision.message)
         if decision.action == "refuse":
-            record_refusal(part, decision, cwd, env)
+            logged = wrapped.inner if wrapped and part is own else part
+            record_refusal(logged, decision, cwd, env, client=hostwrap.client(environ, wrapped))
             break
     return decision
 

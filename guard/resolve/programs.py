@@ -8,7 +8,7 @@ import re
 
 from guard import paths
 from guard.ir import UNKNOWN
-from guard.resolve import files
+from guard.resolve import files, sourced
 from guard.resolve.inline import analyze_inline, interpreter_lang  # not an import per command
 from guard.resolve.state import Frame, State
 from guard.resolve.words import PROCSUB_PATH as FAKE_PROCSUB
@@ -75,7 +75,7 @@ def run(
         if text is None:
             w.sink.note(f"{prog} {_show(argv[1])}: {why}, not analysed")
         else:
-            w.string(text, st, fr, f"{prog} {_show(argv[1])}")
+            sourced.source(w, text, st, fr, f"{prog} {_show(argv[1])}")
         return argv
     for label, code in embedded_commands(argv):
         if code is None:

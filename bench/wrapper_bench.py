@@ -1,0 +1,101 @@
+"""Added latency of guard-shell behind the agent hosts' own wrappers, against plain bash running
+the same wrapper string, side by side in one run: median ms per snapshot size and wrapper.
+
+    .venv/bin/python bench/wrapper_bench.py [--runs 20] [--command 'ls -la src && cat README.md']
+
+Wrappers: plain ``-c CMD``, Codex ``-lc CMD``, Claude Code's ``-c -l "source SNAP && eval 'CMD'
+\\< /dev/null && pwd -P >| CWDFILE"`` (no snapshot, small, medium, large) and Codex's
+``-lc ". SNAP && CMD"`` (small, medium, large). Snapshots are made by real bash in Claude Code's
+format (tests/hosts/snapshots.py): small (5 aliases, 2 functions), medium (34 nvm- and
+conda-like functions), large (bash-completion's git functions). Runs alternate bash and
+guard-shell. ``first`` is guard-shell's first run on a snapshot (nothing cached for it yet);
+the medians are of the runs after it. Asserts nothing.
+"""
+
+from __future__ import annotations
+
+import argparse
+import os
+import shutil
+import statistics
+import sys
+import tempfile
+import time
+from pathlib import Path
+
+REPO = Path(__file__).resolve().parents[1]
+sys.path.insert(0, str(REPO))
+
+from bench.shell_bench import _spawn  # noqa: E402
+from tests.hosts import snapshots  # noqa: E402  (the generator the tests use)
+
+
+def _guard_shell() -> str:
+    cand = Path(sys.executable).parent / "guard-shell"
+    return str(cand) if cand.exists() else (shutil.which("guard-shell") or "guard-shell")
+
+
+def _once(argv: list[str], cwd: str, env: dict[str, str]) -> tuple[float, int]:
+    t = time.perf_counter()
+    _, status = os.waitpid(_spawn(argv, cwd, env), 0)
+    return time.perf_counter() - t, os.waitstatus_to_exitcode(status)
+
+
+def main() -> None:
+    ap = argparse.ArgumentParser(description=__doc__.splitlines()[0])
+    ap.add_argument("--runs", type=int, default=20)
+    ap.add_argument("--command", default="ls -la src && cat README.md | wc -l")
+    ns = ap.parse_args()
+    guard = _guard_shell()
+    with tempfile.TemporaryDirectory(prefix="guard-wrapper-bench-") as tmp:
+        base = Path(tmp)
+        home = base / "home"
+        codex_dir = home / ".codex" / "shell_snapshots"
+        codex_dir.mkdir(parents=True)
+        work = base / "work"
+        (work / "src").mkdir(parents=True)
+        (work / "README.md").write_text("# bench\n")
+        (base / "run").mkdir(mode=0o700)
+        env = {"PATH": "/usr/local/bin:/usr/bin:/bin", "HOME": str(home), "LANG": "C.UTF-8",
+               "GUARD_TREE": str(base / "tree"), "GUARD_AUDIT_LOG": "off", "XDG_CACHE_HOME": str(base / "cache"),
+               "XDG_RUNTIME_DIR": str(base / "run")}
+        snaps: dict[str, tuple[str, str, int]] = {}
+        for size in ("small", "medium", "large"):
+            if not snapshots.available(size):
+                print(f"({size}: {snapshots.GIT_COMPLETION} not installed, skipped)")
+                continue
+            made = snapshots.make(size, base / "snaps")
+            codex = codex_dir / f"{size}.sh"
+            shutil.copy(made, codex)
+            snaps[size] = (str(made), str(codex), made.stat().st_size)
+        cwd_file = str(base / "claude-bench-cwd")
+        cmd = ns.command
+        cases: list[tuple[str, list[str]]] = [
+            ("plain -c", ["-c", cmd]),
+            ("codex -lc", ["-lc", cmd]),
+            ("claude, no snapshot", ["-c", "-l", snapshots.claude_wrapper(None, cmd, cwd_file)]),
+        ]
+        for size, (claude_snap, codex_snap, nbytes) in snaps.items():
+            kb = f"{nbytes / 1024:.0f} KB"
+            cases.append((f"claude {size} ({kb})", ["-c", "-l", snapshots.claude_wrapper(claude_snap, cmd, cwd_file)]))
+            cases.append((f"codex . {size} ({kb})", ["-lc", snapshots.codex_snapshot_wrapper(codex_snap, cmd)]))
+        # start the analysis server once, outside the timings
+        for _ in range(3):
+            _once([guard, "-c", "git --version >/dev/null"], str(work), env)
+        print(f"command: {cmd}\nload average {os.getloadavg()[0]:.1f}; {ns.runs} runs each, alternating\n")
+        print(f"{'wrapper':28} {'bash ms':>8} {'guard ms':>9} {'added':>8} {'ratio':>6} {'first':>8}")
+        for name, args in cases:
+            first, status = _once([guard, *args], str(work), env)
+            if status != 0:
+                print(f"{name:28} guard-shell exited {status}: check the command")
+                continue
+            bash_t, guard_t = [], []
+            for _ in range(ns.runs):
+                bash_t.append(_once(["/bin/bash", *args], str(work), env)[0])
+                guard_t.append(_once([guard, *args], str(work), env)[0])
+            b, g = statistics.median(bash_t) * 1000, statistics.median(guard_t) * 1000
+            print(f"{name:28} {b:8.1f} {g:9.1f} {g - b:+8.1f} {g / b:6.2f} {first * 1000 - b:+8.1f}")
+
+
+if __name__ == "__main__":
+    main()
