@@ -27,6 +27,9 @@ class Context:
     # source text of its definition.
     aliases: Mapping[str, str] = field(default_factory=dict)
     functions: Mapping[str, str] = field(default_factory=dict)
+    # Files the shell reads before the command (a login shell's profiles): what they define
+    # becomes the state; what they run is the machine's own set-up and is not judged.
+    startup_files: tuple[str, ...] = ()
 
     @property
     def home(self) -> str:

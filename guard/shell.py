@@ -201,8 +201,12 @@ def decide(
     aliases: dict[str, str] | None = None,
     functions: dict[str, str] | None = None,
     env: dict[str, str] | None = None,
+    startup: tuple[str, ...] = (),
 ) -> Decision:
     """Analyse ``command`` and say whether to run it. Never raises.
+
+    ``startup``: files the shell reads first whose definitions are the command's state (the
+    profiles of a login shell).
 
     A command that ``guard.precheck`` proves harmless (one plain simple command of a listed
     program, nothing shadowing its name) runs without loading the analysis.
@@ -213,7 +217,8 @@ def decide(
     try:
         from guard.context import Context
 
-        ctx = Context.from_environ(cwd=cwd, env=env, aliases=aliases or {}, functions=functions or {})
+        ctx = Context.from_environ(cwd=cwd, env=env, aliases=aliases or {}, functions=functions or {},
+                                   startup_files=startup)
         verdict = _analyze_bounded(analysis_text(command), ctx)
         kind = getattr(verdict, "verdict", None)
         if kind == "allow":
@@ -503,8 +508,8 @@ def startup_texts(parsed: ShellArgs, env: dict[str, str] | os._Environ[str]) -> 
     (read when the shell is interactive, ``-i``), and ``$BASH_ENV`` (non-interactive).
 
     bash expands ``$BASH_ENV``'s value (command substitution included) and then sources the file
-    it names, so both are checked. Profiles and ``~/.bashrc`` are the machine's own set-up and
-    are not read.
+    it names, so both are checked. A login shell's profiles are the machine's own set-up: what
+    they define is read (``login_profiles``), what they run is not judged.
     """
     if parsed.mode == "passthrough":
         return []
@@ -520,6 +525,23 @@ def startup_texts(parsed: ShellArgs, env: dict[str, str] | os._Environ[str]) -> 
         else:
             texts.extend(_read_text(value))
     return texts
+
+
+def login_profiles(parsed: ShellArgs, env: dict[str, str] | os._Environ[str]) -> tuple[str, ...]:
+    """The profiles a login shell (``-l``, ``--login``) reads: /etc/profile, then the first of
+    ~/.bash_profile, ~/.bash_login, ~/.profile (bash's order), unless ``--noprofile``."""
+    if parsed.mode == "passthrough" or ("l" not in parsed.flags and "--login" not in parsed.long_flags):
+        return ()
+    if "--noprofile" in parsed.long_flags:
+        return ()
+    found = ["/etc/profile"] if os.path.isfile("/etc/profile") else []
+    home = env.get("HOME") or ""
+    for name in (".bash_profile", ".bash_login", ".profile"):
+        path = os.path.join(home, name) if home else ""
+        if path and os.path.isfile(path):
+            found.append(path)
+            break
+    return tuple(found)
 
 
 def _option_value(options: tuple[str, ...], names: tuple[str, ...]) -> str | None:
@@ -555,8 +577,9 @@ def guard_command(
 
     wrapped = hostwrap.unwrap(text) if parsed is not None and parsed.mode == "command" else None
     own = wrapped.analysis_text() if wrapped else text
+    profiles = login_profiles(parsed, environ) if parsed else ()
     for part in [*(startup_texts(parsed, environ) if parsed else []), own]:
-        decision = decide(part, cwd=cwd, functions=functions, env=env)
+        decision = decide(part, cwd=cwd, functions=functions, env=env, startup=profiles if part is own else ())
         if decision.message:
             _say(decision.message)
         if decision.action == "refuse":

@@ -13,10 +13,13 @@ import json
 import os
 import re
 import sys
-from collections.abc import Mapping
-from typing import Any
 
 from guard.hooks.protocols import HOSTS, Answer, Call, Host, Malformed, Refusal
+
+TYPE_CHECKING = False
+if TYPE_CHECKING:  # typing costs milliseconds to import; a hook runs before every command
+    from collections.abc import Mapping
+    from typing import Any
 
 EXIT_USAGE = 2
 MAX_PAYLOAD = 8 * 1024 * 1024  # bytes of stdin read at most

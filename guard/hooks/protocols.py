@@ -25,10 +25,13 @@ skip the user's own permission rules. Every host documents exit 0 with that as "
 from __future__ import annotations
 
 import json
-from collections.abc import Callable, Mapping
-from typing import Any
 
 from guard.record import dataclass
+
+TYPE_CHECKING = False
+if TYPE_CHECKING:  # typing costs milliseconds to import; a hook runs before every command
+    from collections.abc import Callable, Mapping
+    from typing import Any
 
 
 class Malformed(ValueError):

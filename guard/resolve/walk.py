@@ -29,7 +29,7 @@ from guard.ir import (
     Word,
 )
 from guard.record import replace
-from guard.resolve import builtins, programs
+from guard.resolve import builtins, programs, sourced
 from guard.resolve.state import Assoc, Frame, Sink, State
 from guard.resolve.words import (
     Expander,
@@ -495,6 +495,8 @@ def _with(inv: Invocation, **kw: object) -> Invocation:
 def walk_script(script: Script, ctx: Context, sink: Sink) -> None:
     st = initial_state(ctx)
     w = Walker(ctx, sink)
+    if ctx.startup_files:
+        sourced.startup(w, ctx.startup_files, st)
     w.node(script.body, st, Frame())
 
 
