@@ -121,3 +121,15 @@ def client(env: object, wrapped: Wrapped | None = None) -> str | None:
     if get is not None and get("CLAUDECODE") == "1":
         return "claude-code"
     return None
+
+
+def identify(rec: dict, client: str | None, session: str | None) -> dict:
+    """An audit record with the agent host (``client``) and its session id; the session is the
+    thread too when GUARD_THREAD gave none, so retries are counted per session."""
+    from guard.audit.log import _cap
+
+    rec["client"] = _cap(client)
+    rec["session"] = _cap(session)
+    if session and not rec.get("thread"):
+        rec["thread"] = _cap(session)
+    return rec

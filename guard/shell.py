@@ -270,8 +270,11 @@ def record_refusal(command: str, decision: Decision, cwd: str | None, environ: d
             tool=getattr(v, "tool", None),
             via=via,
         )
-        if client:
-            record["client"] = client  # the agent host (claude-code, codex, …)
+        client = client or env.get("GUARD_CLIENT") or None  # the agent host (claude-code, codex, …)
+        if client or env.get("GUARD_SESSION"):
+            from guard.hostwrap import identify
+
+            record = identify(record, client, env.get("GUARD_SESSION") or None)
         log.append_record(record, env)
     except Exception as exc:  # noqa: BLE001 - the log must never stop the shell
         _say(f"guard: warning: could not write the audit log: {_reason(exc)}")

@@ -15,6 +15,7 @@ import re
 import sys
 
 from guard.hooks.protocols import HOSTS, Answer, Call, Host, Malformed, Refusal
+from guard.hostwrap import identify
 
 TYPE_CHECKING = False
 if TYPE_CHECKING:  # typing costs milliseconds to import; a hook runs before every command
@@ -112,11 +113,7 @@ def record(host: Host, call: Call, decision: Any, cwd: str, env: Mapping[str, st
             tool=getattr(v, "tool", None),
             via=list(getattr(matched, "via", ()) or ()),
         )
-        rec["client"] = host.name
-        rec["session"] = log._cap(call.session)
-        if not rec.get("thread") and call.session:
-            rec["thread"] = log._cap(call.session)  # retries are counted per thread
-        log.append_record(rec, env)
+        log.append_record(identify(rec, host.name, call.session), env)
     except Exception as exc:  # noqa: BLE001 - the log never changes the answer
         print(f"guard: warning: could not write the audit log: {type(exc).__name__}: {exc}", file=sys.stderr)
 
@@ -127,16 +124,46 @@ def answer(host: Host, payload: Any, env: Mapping[str, str]) -> Answer:
     if call is None:  # not the shell tool: no opinion
         return host.allow
     cwd = call.cwd if call.cwd and os.path.isabs(call.cwd) else _cwd()
+    served = _served(host, call, cwd, env)
+    if served is not None and served[0] != b"refuse":
+        if served[1]:  # a fail-open notice: the host shows stderr in its log
+            sys.stderr.write(served[1].decode("utf-8", "replace"))
+        return host.allow
     from guard.shell import analysis_text, decide
 
+    # in-process: every command when there is no server; a refusal the server found (and
+    # logged) is analysed again here for the structured answer, which the server does not send
     decision = decide(analysis_text(call.command), cwd=cwd, env=dict(env))
+    if served is not None:
+        message = served[1].decode("utf-8", "replace").strip() or "guard: command refused"
+        return host.deny(Refusal(message, structured(decision.verdict, message)))
     if decision.action != "refuse":
-        if decision.message:  # a fail-open notice: the host shows stderr in its log
+        if decision.message:
             print(decision.message, file=sys.stderr)
         return host.allow
     message = decision.message or "guard: command refused"
     record(host, call, decision, cwd, env)
     return host.deny(Refusal(message, structured(decision.verdict, message)))
+
+
+def _served(host: Host, call: Call, cwd: str, env: Mapping[str, str]) -> tuple[bytes, bytes] | None:
+    """The analysis server's (action, what it printed) for the command, as guard-shell -c would
+    get it; the server's worker logs a refusal with the host and session from GUARD_CLIENT and
+    GUARD_SESSION. None: no server (one is started for the next call), or it is turned off."""
+    try:
+        from guard.serve import client
+
+        if not client.enabled(env) or "\x00" in call.command:
+            return None
+        wire_env = {os.fsencode(k): os.fsencode(v) for k, v in env.items()}
+        wire_env[b"GUARD_CLIENT"] = host.name.encode()
+        if call.session:
+            wire_env[b"GUARD_SESSION"] = os.fsencode(call.session)
+        else:
+            wire_env.pop(b"GUARD_SESSION", None)
+        return client.ask([b"-c", os.fsencode(call.command)], cwd, wire_env)
+    except Exception:  # noqa: BLE001 - any trouble: analyse here
+        return None
 
 
 def _cwd() -> str:

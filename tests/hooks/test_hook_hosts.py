@@ -29,7 +29,8 @@ SESSION = {"claude": "2f1c0c3e-7a51-4a4e-9d53-0c1b5e0b7c11", "codex": "019a2b3c-
 def run_hook(host: str, payload: bytes, tmp_path: Path, **env: str) -> tuple[subprocess.CompletedProcess, list]:
     log = tmp_path / "audit.jsonl"
     full = {k: v for k, v in os.environ.items() if not k.startswith("GUARD_")}
-    full.update(GUARD_TREE="/workspace", GUARD_AUDIT_LOG=str(log), GUARD_SERVER="0", **env)
+    full.update(GUARD_TREE="/workspace", GUARD_AUDIT_LOG=str(log), GUARD_SERVER="0")
+    full.update(env)
     proc = subprocess.run([guard_bin(), "hook", host], input=payload, capture_output=True, env=full, timeout=60)
     records = [json.loads(line) for line in log.read_text().splitlines()] if log.exists() else []
     return proc, records
@@ -234,3 +235,25 @@ def test_hostile_text_in_the_command_is_kept_out_of_the_protocol(tmp_path: Path)
     assert schema_errors(out, schema, schema) == []
     assert proc.stdout.count(b"\n") == 1
     assert records[0]["command"] == data["tool_input"]["command"]
+
+
+def test_the_analysis_server_answers_the_same_and_logs_once(tmp_path: Path) -> None:
+    run_dir = tmp_path / "run"
+    run_dir.mkdir(mode=0o700)
+    env = {"GUARD_SERVER": "1", "XDG_RUNTIME_DIR": str(run_dir)}
+    try:
+        answers = []
+        for i in range(4):  # the first call starts the server; later ones are answered by it
+            proc, records = run_hook("claude", payload("claude", "refused"), tmp_path, **env)
+            answers.append(proc.stdout)
+            assert len(records) == i + 1
+            assert (records[-1]["client"], records[-1]["session"]) == ("claude-code", SESSION["claude"])
+            proc, _ = run_hook("claude", payload("claude", "allowed"), tmp_path, **env)
+            assert (proc.returncode, proc.stdout) == (0, b"")
+        assert len(set(answers)) == 1
+    finally:
+        from guard.serve import client
+
+        path = client.socket_path({"XDG_RUNTIME_DIR": str(run_dir)})
+        if path:
+            client.stop_server(path)
