@@ -95,6 +95,11 @@ def main() -> None:
                 guard_t.append(_once([guard, *args], str(work), env)[0])
             b, g = statistics.median(bash_t) * 1000, statistics.median(guard_t) * 1000
             print(f"{name:28} {b:8.1f} {g:9.1f} {g - b:+8.1f} {g / b:6.2f} {first * 1000 - b:+8.1f}")
+        from guard.serve import client
+
+        path = client.socket_path(env)
+        if path:
+            client.stop_server(path)  # the server this run started, in its own runtime folder
 
 
 if __name__ == "__main__":

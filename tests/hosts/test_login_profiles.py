@@ -5,15 +5,17 @@ judged. Real guard-shell against real bash."""
 from __future__ import annotations
 
 import subprocess
+from collections.abc import Iterator
 from pathlib import Path
 
 import pytest
 
 from tests.conftest import guard_bin
+from tests.hosts.test_wrappers import stop_server
 
 
 @pytest.fixture
-def login(tmp_path: Path) -> dict:
+def login(tmp_path: Path) -> Iterator[dict]:
     home = tmp_path / "home"
     home.mkdir()
     (home / ".bash_profile").write_text(
@@ -27,7 +29,8 @@ def login(tmp_path: Path) -> dict:
            "GUARD_AUDIT_LOG": str(tmp_path / "audit.jsonl"), "XDG_RUNTIME_DIR": str(tmp_path / "run"),
            "XDG_CACHE_HOME": str(tmp_path / "cache")}
     (tmp_path / "run").mkdir(mode=0o700)
-    return {"env": env, "cwd": tree / "app"}
+    yield {"env": env, "cwd": tree / "app"}
+    stop_server(env)
 
 
 def run(shell: str, args: list[str], login: dict) -> subprocess.CompletedProcess:

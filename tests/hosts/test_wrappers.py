@@ -22,6 +22,7 @@ import json
 import os
 import shutil
 import subprocess
+from collections.abc import Iterator
 from pathlib import Path
 
 import pytest
@@ -39,7 +40,7 @@ FAKE_TOOLS = ("git", "gh", "curl")  # stand-ins that say so if a refused command
 
 
 @pytest.fixture(scope="module")
-def world(tmp_path_factory: pytest.TempPathFactory) -> dict:
+def world(tmp_path_factory: pytest.TempPathFactory) -> Iterator[dict]:
     base = tmp_path_factory.mktemp("hosts")
     home = base / "home"
     (home / ".codex" / "shell_snapshots").mkdir(parents=True)
@@ -66,7 +67,18 @@ def world(tmp_path_factory: pytest.TempPathFactory) -> dict:
         "XDG_CACHE_HOME": str(base / "cache"), "XDG_RUNTIME_DIR": str(base / "run"),
     }
     (base / "run").mkdir(mode=0o700)
-    return {"base": base, "home": home, "tree": tree, "work": work, "snaps": snaps, "env": env}
+    yield {"base": base, "home": home, "tree": tree, "work": work, "snaps": snaps, "env": env}
+    stop_server(env)
+
+
+def stop_server(env: dict) -> None:
+    """Stop the analysis server the runs under ``env`` started (its socket is in their
+    XDG_RUNTIME_DIR), so no test leaves one behind."""
+    from guard.serve import client
+
+    path = client.socket_path(env)
+    if path:
+        client.stop_server(path)
 
 
 def harnesses(world: dict) -> list[tuple[str, str | None, object]]:
