@@ -15,9 +15,11 @@ the medians are of the runs after it. Asserts nothing.
 from __future__ import annotations
 
 import argparse
+import json
 import os
 import shutil
 import statistics
+import subprocess
 import sys
 import tempfile
 import time
@@ -39,6 +41,13 @@ def _once(argv: list[str], cwd: str, env: dict[str, str]) -> tuple[float, int]:
     t = time.perf_counter()
     _, status = os.waitpid(_spawn(argv, cwd, env), 0)
     return time.perf_counter() - t, os.waitstatus_to_exitcode(status)
+
+
+def _with_stdin(argv: list[str], stdin: str, cwd: str, env: dict[str, str]) -> float:
+    t = time.perf_counter()
+    with open(stdin, "rb") as fh:
+        subprocess.run(argv, stdin=fh, stdout=subprocess.DEVNULL, stderr=subprocess.DEVNULL, cwd=cwd, env=env)
+    return time.perf_counter() - t
 
 
 def main() -> None:
@@ -95,6 +104,18 @@ def main() -> None:
                 guard_t.append(_once([guard, *args], str(work), env)[0])
             b, g = statistics.median(bash_t) * 1000, statistics.median(guard_t) * 1000
             print(f"{name:28} {b:8.1f} {g:9.1f} {g - b:+8.1f} {g / b:6.2f} {first * 1000 - b:+8.1f}")
+        # guard hook HOST for the same command, beside guard-shell -c running it
+        guard_cli = str(Path(guard).with_name("guard"))
+        payload = base / "payload.json"
+        payload.write_text(json.dumps({"session_id": "bench", "cwd": str(work), "hook_event_name": "PreToolUse",
+                                       "tool_name": "Bash", "tool_input": {"command": cmd}}))
+        hook_t, shell_t = [], []
+        for _ in range(ns.runs + 1):
+            hook_t.append(_with_stdin([guard_cli, "hook", "claude"], str(payload), str(work), env))
+            shell_t.append(_once([guard, "-c", cmd], str(work), env)[0])
+        h, g = statistics.median(hook_t[1:]) * 1000, statistics.median(shell_t[1:]) * 1000
+        print(f"\nguard hook claude (answer only, the command is not run): {h:.1f} ms; "
+              f"guard-shell -c (analysis and run): {g:.1f} ms")
         from guard.serve import client
 
         path = client.socket_path(env)

@@ -1,4 +1,4 @@
-"""``guard`` command line: check, explain, demo, annotate, audit, rules, server.
+"""``guard`` command line: check, explain, demo, annotate, audit, rules, server, hook, install.
 
 Only dispatch lives here, importing nothing but ``os`` and ``sys``: each subcommand loads its
 own module (``guard annotate`` runs in front of commands, so it must not pay for argparse, json
