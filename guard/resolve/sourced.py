@@ -230,6 +230,7 @@ def startup(w: Walker, files: tuple[str, ...], st: State) -> None:
     """The files a shell reads before the command (a login shell's profiles): what they define
     becomes the state; what they run is the machine's own set-up, so their invocations and notes
     go to a sink of their own and are dropped."""
+    from guard.resolve.files import read_text
     from guard.resolve.state import Frame as _Frame
     from guard.resolve.state import Sink
 
@@ -237,14 +238,9 @@ def startup(w: Walker, files: tuple[str, ...], st: State) -> None:
     w.sink = Sink()
     try:
         for path in files:
-            try:
-                with open(path, "rb") as fh:
-                    data = fh.read(FILE_BUDGET * 4 + 1)
-            except OSError:
-                continue
-            if len(data) > FILE_BUDGET * 4 or b"\0" in data[:4096]:
-                continue
-            source(w, data.decode("utf-8", "replace"), st, _Frame(), f"profile {path}")
+            text, _ = read_text(path, FILE_BUDGET * 4)  # the one safe reader: regular files only
+            if text is not None:
+                source(w, text, st, _Frame(), f"profile {path}")
     except RecursionError:
         pass
     finally:
