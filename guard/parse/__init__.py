@@ -17,6 +17,7 @@ __all__ = ["parse"]
 
 MAX_INPUT = 1_200_000  # characters (a 1 MiB command and some); larger input is not analysed
 MAX_BASHLEX = 64_000  # bashlex is slow on big input (≈ 13 ms per KB)
+MAX_SCAN = 128_000  # the token scan costs ≈ 4 µs per character: at most about half a second
 MAX_NESTING = 60  # nested re-parses of $(…) text by the bashlex and scan lowerings
 
 
@@ -55,6 +56,8 @@ def parse_at(src: str, base: int = 0, depth: int = 0) -> Script:
     errors: list[str] = []
     try:
         return treesitter.lower(src, base, depth)
+    except treesitter.OverBudget as exc:
+        return Script(None, src, "none", error=f"input too costly to analyse ({exc})")
     except Exception as exc:  # noqa: BLE001 - any failure means "try the next parser"
         errors.append(_describe("tree-sitter", exc))
     if len(src) <= MAX_BASHLEX:
@@ -67,6 +70,8 @@ def parse_at(src: str, base: int = 0, depth: int = 0) -> Script:
     else:
         errors.append("bashlex: input too large")
     reason = "; ".join(errors)
+    if len(src) > MAX_SCAN:
+        return Script(None, src, "none", error=f"{reason}; too large for the token scan ({len(src)} characters)")
     try:
         from guard.parse import scan
 

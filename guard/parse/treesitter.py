@@ -42,6 +42,21 @@ if TYPE_CHECKING:  # typing costs ~2-7 ms to import on the command path
     from typing import Any
 
 MAX_DEPTH = 200
+# Budgets (README "Limits"): statements lowered into the IR, and CPU seconds tree-sitter may spend
+# on one input. Agent commands use a few hundred statements and well under 10 ms; a pipeline of
+# 200,000 stages costs tree-sitter 2 s and 570 MB. Past a budget the result is partial and says so.
+MAX_STATEMENTS = 10_000
+MAX_WORDS = 20_000
+PARSE_CPU_SECONDS = 0.5
+ISOLATE_ABOVE = 8 * 1024  # bytes; 17 of the shared corpus's 29,430 commands are larger
+CHILD_CPU_SECONDS = 1
+CHILD_WALL_SECONDS = 5.0
+CHILD_MEMORY = 768 << 20  # bytes of address space the trial parse may add
+_CHUNK = 64 * 1024
+
+
+class OverBudget(Exception):
+    """The parse went past a budget: the caller gives up on this input rather than retrying."""
 
 _WORDLIKE = frozenset({
     "word", "number", "string", "raw_string", "ansi_c_string", "translated_string", "concatenation",
@@ -76,6 +91,9 @@ class _Lower:
         self.base = base
         self.depth = depth
         self.too_deep = False
+        self.statements = 0
+        self.words = 0
+        self.truncated = False
         self._starts: list[int] | None = None
         self._extra: list[int] = []
         if len(data) != len(src):
@@ -143,6 +161,8 @@ class _Lower:
     def _body(self, children: list[Any]) -> Node | None:
         items: list[tuple[Node, bool]] = []
         for c in children:
+            if self.truncated:
+                break
             t = c.type
             if not c.is_named:
                 if t == "&" and items:
@@ -154,6 +174,10 @@ class _Lower:
         return build.make_sequence(items)
 
     def stmt(self, n: Any) -> Node:
+        self.statements += 1
+        if self.statements > MAX_STATEMENTS:
+            self.truncated = True
+            return Simple((self.opaque_word(n),), pos=self.pos(n))
         if self.depth >= MAX_DEPTH:
             self.too_deep = True
             return Simple((self.opaque_word(n),), pos=self.pos(n))
@@ -289,6 +313,8 @@ class _Lower:
         t = n.type
         if t in _CHAIN:
             for c in n.children:
+                if self.truncated:
+                    break
                 if c.is_named:
                     if c.type not in _SKIP:
                         self.flatten(c, out)
@@ -416,6 +442,12 @@ class _Lower:
         out: list[Word] = []
         i, count = 0, len(nodes)
         while i < count:
+            self.words += 1
+            if self.words > MAX_WORDS:  # the rest of the command is one word of unknown text
+                self.truncated = True
+                raw = self.span(nodes[i].start_byte, nodes[-1].end_byte)
+                out.append(Word(raw, (Lit(UNKNOWN),), (self.pos(nodes[i])[0], self.pos(nodes[-1])[1])))
+                break
             first = nodes[i]
             j, end = i + 1, first.end_byte
             while j < count and nodes[j].start_byte == end:
@@ -862,7 +894,7 @@ def _strip_tabs(text: str) -> str:
 def lower(src: str, base: int = 0, depth: int = 0) -> Script:
     """Parse ``src`` with tree-sitter and lower it; raises ``Unparsed`` when the tree is not trusted."""
     data = src.encode("utf-8", "surrogatepass")
-    tree = get_parser().parse(data)
+    tree = _parse_bytes(data)
     if tree is None:
         raise Unparsed("tree-sitter returned no tree")
     root = tree.root_node
@@ -870,5 +902,81 @@ def lower(src: str, base: int = 0, depth: int = 0) -> Script:
         raise Unparsed("tree-sitter found a syntax error")
     low = _Lower(src, data, base, depth)
     body = low.body(root.children)
-    error = f"nesting deeper than {MAX_DEPTH} levels was not analysed" if low.too_deep else None
+    error = None
+    if low.truncated:
+        error = f"command too large: past {MAX_STATEMENTS} statements or {MAX_WORDS} words it was not analysed"
+    elif low.too_deep:
+        error = f"nesting deeper than {MAX_DEPTH} levels was not analysed"
     return Script(body, src, "tree-sitter", error=error)
+
+
+def _parse_bytes(data: bytes) -> Any:
+    """tree-sitter's tree for ``data``, within the parse budgets.
+
+    tree-sitter's error recovery is quadratic on long flat input: 16,000 pipeline stages and an
+    unbalanced ``(`` cost it 12 s and 2.2 GB, and more ends in the kernel's OOM killer. So input
+    over ``ISOLATE_ABOVE`` bytes is first parsed in a forked child under CPU and memory limits;
+    only input it parsed cleanly, and so without error recovery, is parsed here. That parse is fed
+    through a reader so tree-sitter's progress callback can stop it past the CPU budget
+    (returning early from the reader, or raising in it, is not safe in the binding).
+    """
+    if len(data) <= ISOLATE_ABOVE:
+        return get_parser().parse(data)
+    verdict = _trial_parse(data)
+    if verdict == "error":
+        raise Unparsed("tree-sitter found a syntax error")
+    if verdict == "budget":
+        raise OverBudget(f"tree-sitter needed more than {CHILD_CPU_SECONDS} s of CPU or {CHILD_MEMORY >> 20} MiB")
+    import time
+
+    start = time.thread_time()
+
+    def read(offset: int, _point: Any) -> bytes:
+        return data[offset : offset + _CHUNK]
+
+    def over(*_state: Any) -> bool:
+        return time.thread_time() - start > PARSE_CPU_SECONDS
+
+    try:
+        return get_parser().parse(read, progress_callback=over)
+    except ValueError:  # "Parsing failed": the callback stopped it
+        raise OverBudget(f"parsing took more than {PARSE_CPU_SECONDS} s of CPU") from None
+
+
+def _trial_parse(data: bytes) -> str:
+    """Parse ``data`` in a forked child under limits: ``"ok"``, ``"error"`` (a syntax error, so
+    error recovery would run here) or ``"budget"`` (the child went past a limit or was killed)."""
+    import os
+    import time
+
+    try:
+        pid = os.fork()
+    except OSError:
+        return "ok"  # no child to be had: parse here, as before the trial existed
+    if pid == 0:  # the child: parse, answer with the exit status, never return
+        code = 4
+        try:
+            import resource
+
+            with open("/proc/self/statm") as fh:
+                size = int(fh.read().split()[0]) * os.sysconf("SC_PAGE_SIZE")
+            resource.setrlimit(resource.RLIMIT_AS, (size + CHILD_MEMORY, size + CHILD_MEMORY))
+            resource.setrlimit(resource.RLIMIT_CPU, (CHILD_CPU_SECONDS, CHILD_CPU_SECONDS + 1))
+            tree = get_parser().parse(data)
+            code = 3 if tree is None or tree.root_node.has_error else 0
+        finally:
+            os._exit(code)
+    deadline = time.monotonic() + CHILD_WALL_SECONDS
+    pause = 0.0005
+    while True:
+        done, status = os.waitpid(pid, os.WNOHANG)
+        if done:
+            break
+        if time.monotonic() > deadline:
+            os.kill(pid, 9)
+            os.waitpid(pid, 0)
+            return "budget"
+        time.sleep(pause)
+        pause = min(pause * 2, 0.02)
+    code = os.waitstatus_to_exitcode(status)
+    return "ok" if code == 0 else "error" if code == 3 else "budget"

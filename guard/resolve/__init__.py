@@ -21,4 +21,6 @@ def resolve(script: Script, ctx: Context) -> Resolution:
         sink.note("command nested too deeply: analysis stopped")
     if script.error and script.parser in ("scan", "none"):
         sink.note(f"could not parse the command ({script.error})")
+    elif script.error:
+        sink.note(f"command partly analysed ({script.error})")
     return Resolution(tuple(sink.invocations), tuple(sink.unresolved))

@@ -196,6 +196,8 @@ def _printf_once(fmt: str, args: list[str], start: int) -> tuple[int, str, bool]
             width = str(_int(take() or "0"))
         if prec == "*":
             prec = str(_int(take() or "0"))
+        if abs(int(width or 0)) > MAX_BYTES or int(prec or 0) > MAX_BYTES:
+            raise _Fail  # printf '%0900000000d': more output than a stage may give
         arg = take()
         spec = "%" + flags + (width or "") + ("." + prec if prec is not None else "")
         if conv == "s":

@@ -302,6 +302,8 @@ class Walker:
         script = parse(text)
         if script.parser in ("scan", "none") and script.error:
             self.sink.note(f"{' → '.join(fr.via)}: could not parse nested shell code ({script.parser})")
+        elif script.error:
+            self.sink.note(f"{' → '.join(fr.via)}: nested shell code partly analysed ({script.error})")
         self.node(script.body, st, fr, stdin)
 
     # ------------------------------------------------------------------ words and redirects

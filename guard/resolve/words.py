@@ -24,6 +24,7 @@ from guard.resolve.state import Assoc, State
 PROCSUB_PATH = "/dev/fd/63"
 DEFAULT_IFS = " \t\n"
 MAX_FIELDS = 4096  # brace and glob results at most, per word
+WORD_CAP = 1 << 20  # characters the expansions in one word may add (as much as a compute stage outputs)
 MAX_BRACE_DEPTH = 8
 
 # A callback the walker provides: walk a substitution's script (so the commands inside it are
@@ -460,6 +461,7 @@ class Expander:
         b = _Builder(ifs)
         n = len(parts)
         i = 0
+        size = 0
         while i < n:
             part = parts[i]
             i += 1
@@ -493,6 +495,9 @@ class Expander:
                 quoted = True
             else:  # pragma: no cover - future part kinds
                 val, quoted = _UNKNOWN_VAL, True
+            size += len(val.text or "") if val.items is None else sum(map(len, val.items))
+            if size > WORD_CAP:  # past the cap the value is unknown: ``a=$a$a`` thirty times stays small
+                val = _UNKNOWN_VAL
             if val.items is not None:
                 if quoted and val.star:
                     b.literal(val.joined(st), True)
