@@ -8,10 +8,11 @@ from guard.ir import UNKNOWN, Invocation, Resolution, Script, Verdict
 # Imported here rather than inside classify: every module below is needed by the first
 # classification anyway, and an import statement in a function costs about 0.7 µs per call.
 from guard.policy import loader
-from guard.policy.facts import World, facts_for, where
+from guard.policy.facts import Forge, World, facts_for, where
 from guard.policy.loader import RuleSet
 from guard.policy.match import compile_cond, match_compiled
 from guard.policy.messages import render
+from guard.policy.programs import compile_specs, spec_for
 from guard.record import replace
 
 PRECEDENCE = ("publish", "create", "absent", "mutate", "token-search", "read-probe")
@@ -58,7 +59,8 @@ def effective_context(ctx: Context, rs: RuleSet) -> Context:
 
 def world_of(ctx: Context, rs: RuleSet) -> World:
     compiled = _compiled(rs)
-    return World(trees=ctx.trees, env=ctx.env, github_hosts=compiled.github_hosts, token_vars=compiled.token_vars)
+    return World(trees=ctx.trees, env=ctx.env, forges=compiled.forges, token_vars=compiled.token_vars,
+                 programs=compiled.programs, named=compiled.named)
 
 
 def classify(script: Script, res: Resolution, ctx: Context, rs: RuleSet) -> Verdict:
@@ -88,7 +90,7 @@ def classify(script: Script, res: Resolution, ctx: Context, rs: RuleSet) -> Verd
             if m is None:
                 continue
             if m == "unknown" and not (cat in WRITES or ctx.strict):
-                notes.append(f"{_what(inv, facts)}: repository path unknown, not refused")
+                notes.append(f"{_what(inv, facts, world.programs)}: repository path unknown, not refused")
                 continue
             hits.append((rank, idx, rule, inv, facts, m == "unknown"))
             break
@@ -101,8 +103,8 @@ def classify(script: Script, res: Resolution, ctx: Context, rs: RuleSet) -> Verd
     for h in hits[1:]:
         cat = h[2].get("category")
         if cat != rule.get("category") and cat not in [o[0] for o in others]:
-            others.append((cat, _what(h[3], h[4])))
-    message = render(rule, inv, facts, ctx, rs.config, _what(inv, facts), unknown=unknown,
+            others.append((cat, _what(h[3], h[4], world.programs)))
+    message = render(rule, inv, facts, ctx, rs.config, _what(inv, facts, world.programs), unknown=unknown,
                      others=others, scanned=script.parser == "scan")
     return Verdict(
         "refuse",
@@ -133,8 +135,25 @@ class _Compiled:
         # the order rules are tried: by ``priority`` (higher first), then as written
         self.ordered = sorted(rs.rules, key=lambda r: -int(r.get("priority", 0)))
         self.by_program: dict[str, tuple[list[tuple], list[tuple], frozenset[str] | None]] = {}
-        self.github_hosts = tuple(rs.config.get("github_hosts") or ())
+        self.forges = forges_of(rs.config)
         self.token_vars = frozenset(rs.config.get("token_vars") or ())
+        self.programs = compile_specs(rs.programs)
+        self.named = frozenset(p for r in rs.rules for p in _as_list(r.get("match", {}).get("program")))
+
+
+def forges_of(config: dict) -> tuple[Forge, ...]:
+    """The config's ``forges``; a forge's hosts may also be given as ``<name>_hosts``."""
+    out = []
+    for name, f in (config.get("forges") or {}).items():
+        f = f or {}
+        hosts = config.get(f"{name}_hosts", f.get("hosts")) or ()
+        out.append(Forge(name, tuple(h.lower() for h in hosts), tuple(f.get("api_paths") or ()),
+                         tuple(f.get("token_paths") or ())))
+    return tuple(out)
+
+
+def _as_list(v: object) -> list:
+    return [] if v is None else v if isinstance(v, list) else [v]
 
 
 _compiled_cache: list[_Compiled] = []
@@ -186,14 +205,15 @@ def _candidates(rs: RuleSet, program: str) -> tuple[list[tuple], list[tuple], fr
     return hit
 
 
-def _what(inv: Invocation, facts: dict) -> str:
-    """How the refused command was recognised: ``git push (via alias g)``."""
+def _what(inv: Invocation, facts: dict, programs: dict | None = None) -> str:
+    """How the refused command was recognised: ``git push (via alias g)``. A program with a spec
+    is named with its subcommand, and with its action where the spec's ``what_action`` says."""
     prog = facts.get("program") or inv.program
-    if prog in ("git", "gh") and facts.get("subcommand"):
+    spec = spec_for(prog, programs)[0] if programs else None
+    if spec is not None and spec.subcommand and facts.get("subcommand"):
         text = f"{prog} {facts['subcommand']}"
-        if prog == "gh" and facts.get("action"):
-            text += f" {facts['action']}"
-        elif facts.get("subcommand") in ("stash", "worktree", "remote", "submodule", "bundle", "lfs", "notes") and facts.get("action"):
+        wa = spec.what_action
+        if facts.get("action") and (wa is True or (wa and facts["subcommand"] in wa)):
             text += f" {facts['action']}"
     elif "http_method" in facts and facts.get("url"):
         name = "an HTTP" if prog == "<http>" else prog

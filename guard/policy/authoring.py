@@ -30,7 +30,7 @@ SCHEMA_DIR = Path(__file__).resolve().parent / "schema"
 CATEGORIES = ("publish", "create", "absent", "mutate", "token-search", "read-probe")
 PLACEHOLDERS = ("what", "prefix", "url", "path", "tool_call")
 TOOL_PLACEHOLDERS = ("what", "prefix", "url", "path")
-TOP_KEYS = ("rules", "config", "annotations")
+TOP_KEYS = ("rules", "config", "annotations", "programs")
 DEFAULT_EXEMPT = ("create", "absent", "mutate", "read-probe")
 EXAMPLE_CWD = "/workspace/app"
 EXAMPLE_TREES = ("/workspace",)
@@ -339,6 +339,29 @@ def validate(v: Any, s: Mapping[str, Any], root: Mapping[str, Any], path: Path_ 
     return out
 
 
+def _validate_config(cfg: Any) -> list[Issue]:
+    """The config schema, where ``KEY+:`` (add to the list of earlier layers) is checked as KEY."""
+    root = schema("config")
+    s = root["properties"]["config"]
+    if not isinstance(cfg, dict):
+        return validate(cfg, s, root, ("config",))
+    props = s["properties"]
+    plain = {k: v for k, v in cfg.items() if not (isinstance(k, str) and k.endswith("+"))}
+    issues = validate(plain, s, root, ("config",))
+    for k, v in cfg.items():
+        if k in plain:
+            continue
+        base = k[:-1]
+        if base not in props or _resolve(props[base], root).get("type") != "array":
+            lists = [p for p in props if _resolve(props[p], root).get("type") == "array"]
+            hint = did_you_mean(base, lists) or f"; expected one of {', '.join(x + '+' for x in lists)}"
+            issues.append(Issue(("config", k), "unknown-key", f"{k!r} adds to a list, but {base!r} is not a config "
+                                f"list{hint}", key=True))
+            continue
+        issues += validate(v, props[base], root, ("config", k))
+    return issues
+
+
 def check_schema(doc: Doc) -> tuple[list[Diagnostic], set[Path_]]:
     """Validate a whole document; also return the paths (rules[i] / config.key) that are bad."""
     data = doc.data
@@ -351,7 +374,9 @@ def check_schema(doc: Doc) -> tuple[list[Diagnostic], set[Path_]]:
         if k == "rules":
             issues += validate(v, schema("command-rules")["properties"]["rules"], schema("command-rules"), ("rules",))
         elif k == "config":
-            issues += validate(v, schema("config")["properties"]["config"], schema("config"), ("config",))
+            issues += _validate_config(v)
+        elif k == "programs":
+            issues += validate(v, schema("programs")["properties"]["programs"], schema("programs"), ("programs",))
         elif k == "annotations":
             continue  # guard.act.stderr_rules owns these
         else:
@@ -412,8 +437,10 @@ class Entry:
         return str(self.rule.get("id"))
 
 
-def rule_problems(e: Entry, effective: Mapping[str, Any], tools: Mapping[str, Any]) -> list[Diagnostic]:
-    """What the schema cannot say about one rule; ``effective`` is it merged with what it changes."""
+def rule_problems(e: Entry, effective: Mapping[str, Any], tools: Mapping[str, Any],
+                  specs: Mapping[str, Any] | None = None) -> list[Diagnostic]:
+    """What the schema cannot say about one rule; ``effective`` is it merged with what it changes;
+    ``specs`` are the program specs in effect (a fact the named program never has is a mistake)."""
     out: list[Diagnostic] = []
     p = e.path
     allow = effective.get("verdict") == "allow"
@@ -451,6 +478,8 @@ def rule_problems(e: Entry, effective: Mapping[str, Any], tools: Mapping[str, An
         elif "{tool_call}" in msg and not effective.get("tool"):
             out.append(e.doc.diag((*p, "message"), "uses {tool_call} but the rule names no tool", "tool-call-without-tool"))
     m = here.get("match")
+    if isinstance(m, dict) and specs is not None:
+        out.extend(_impossible_facts(e, m, specs))
     if isinstance(m, dict):
         for key in ("args_match", "http_path_has"):
             vals = m.get(key)
@@ -459,6 +488,31 @@ def rule_problems(e: Entry, effective: Mapping[str, Any], tools: Mapping[str, An
                     out.append(e.doc.diag((*p, "match", key), f"{shown(v)} looks like a pattern, but {key} is a plain "
                                           "substring and is searched for literally", "regex-in-substring",
                                           severity="warning"))
+    return out
+
+
+def _impossible_facts(e: Entry, m: Mapping[str, Any], specs: Mapping[str, Any]) -> list[Diagnostic]:
+    """A match key that no program the rule names can ever have: the rule would never match."""
+    from guard.policy.programs import ALL_FACTS, possible_facts, spec_for
+
+    names = m.get("program")
+    names = names if isinstance(names, list) else [names]
+    if not names or any(not isinstance(n, str) for n in names):
+        return []
+    out = []
+    for key in m:
+        if key == "program" or key not in ALL_FACTS:  # an unknown key is the schema's to report
+            continue
+        lacking = [n for n in names if key not in possible_facts(spec_for(n, specs)[0])]
+        if len(lacking) < len(names):
+            continue
+        what = " or ".join(repr(n) for n in lacking)
+        specless = [n for n in lacking if spec_for(n, specs)[0] is None]
+        why = (f"; {', '.join(specless)} has no program spec (rules/programs/ or a programs: block says where "
+               "its subcommand sits)" if specless and key in ("subcommand", "action", "info")
+               else "; see rules/README.md, Program specs, for the facts each spec gives")
+        out.append(e.doc.diag((*e.path, "match", key), f"program {what} never has the fact {key!r}, so this rule "
+                              f"can never match{why}", "impossible-fact", key=True))
     return out
 
 
@@ -511,8 +565,12 @@ class Compiled:
 
 
 def _merge_config(into: dict[str, Any], new: Mapping[str, Any]) -> None:
+    """Later keys replace earlier ones; mappings merge by name; ``KEY+: [...]`` adds to a list."""
     for k, v in new.items():
-        if isinstance(v, dict) and isinstance(into.get(k), dict):
+        if isinstance(k, str) and k.endswith("+") and isinstance(v, list):
+            have = list(into.get(k[:-1]) or [])
+            into[k[:-1]] = have + [x for x in v if x not in have]
+        elif isinstance(v, dict) and isinstance(into.get(k), dict):
             into[k] = {**into[k], **v}
         else:
             into[k] = v
@@ -534,6 +592,7 @@ def compile_files(layers: list[Layer], *, examples: str = "all", skip: frozenset
     docs = {} if docs is None else docs
     diags: list[Diagnostic] = []
     config: dict[str, Any] = {}
+    programs: dict[str, dict[str, Any]] = {}
     entries: list[Entry] = []
     digest = hashlib.sha256()
     ordered: list[Doc] = []
@@ -555,12 +614,22 @@ def compile_files(layers: list[Layer], *, examples: str = "all", skip: frozenset
             if isinstance(cfg, dict) and ("config",) not in bad:
                 _merge_config(config, {k: v for k, v in cfg.items() if ("config", k) not in bad})
             diags.extend(config_problems(doc))
+            specs = doc.data.get("programs")
+            if isinstance(specs, list):
+                for i, spec in enumerate(specs):
+                    if isinstance(spec, dict) and ("programs", i) not in bad:
+                        names = spec.get("program")
+                        for name in names if isinstance(names, list) else [names]:
+                            programs[str(name)] = {k: v for k, v in spec.items() if k not in ("program", "description")}
             rules = doc.data.get("rules")
             if isinstance(rules, list):
                 for i, r in enumerate(rules):
                     if isinstance(r, dict):
                         entries.append(Entry(r, doc, i, n, layer.shipped, ("rules", i) not in bad))
     tools = config.get("tools") if isinstance(config.get("tools"), dict) else {}
+    from guard.policy.programs import compile_specs
+
+    specs = compile_specs(programs)
     effective: dict[str, dict[str, Any]] = {}
     replaced: dict[str, list[str]] = {}
     disabled: list[dict[str, str]] = []
@@ -577,7 +646,7 @@ def compile_files(layers: list[Layer], *, examples: str = "all", skip: frozenset
         if (e.doc.name, e.index) in skip:
             continue
         if not e.valid:  # still say what the schema cannot, so one pass shows every mistake
-            diags.extend(rule_problems(e, e.rule, tools))
+            diags.extend(rule_problems(e, e.rule, tools, specs))
             continue
         if e.rule.get("enabled", True) is False:
             if rid in effective:
@@ -594,7 +663,7 @@ def compile_files(layers: list[Layer], *, examples: str = "all", skip: frozenset
             merged = {**effective[rid], **{k: v for k, v in e.rule.items() if k not in COMPILED_DROP}}
         else:
             merged = {k: v for k, v in e.rule.items() if k not in COMPILED_DROP}
-        found = rule_problems(e, merged, tools)
+        found = rule_problems(e, merged, tools, specs)
         diags.extend(found)
         if any(d.severity == "error" for d in found):
             e.valid = False
@@ -606,7 +675,7 @@ def compile_files(layers: list[Layer], *, examples: str = "all", skip: frozenset
         effective[rid] = merged  # a replacement keeps its place in the order
     rules = [{k: v for k, v in r.items() if k != "examples"} for r in effective.values()]
     rs = RuleSet(rules, config, digest.hexdigest()[:16], [str(f) for layer in layers for f in layer.files],
-                 [str(d) for d in diags if d.severity == "error"], disabled=disabled)
+                 [str(d) for d in diags if d.severity == "error"], disabled=disabled, programs=programs)
     out = Compiled(rs, entries, ordered, diags, replaced=replaced)
     _alive.append(rs)
     if examples == "all" or (examples == "unshipped" and not rs.errors):  # lint runs them despite mistakes

@@ -13,7 +13,20 @@ from functools import lru_cache
 
 from guard import paths
 from guard.ir import UNKNOWN, Invocation
+from guard.policy.programs import Reading, Spec, read, reader_facts, spec_for
 from guard.record import dataclass
+
+NO_SPEC_READER = Spec("", subcommand=False)
+
+
+@dataclass(frozen=True)
+class Forge:
+    """A code host whose HTTP writes are publishing (config ``forges``)."""
+
+    name: str
+    hosts: tuple[str, ...]
+    api_paths: tuple[str, ...]  # on any host: ending in / a prefix, else the whole path
+    token_paths: tuple[str, ...]  # token endpoints: a POST there asks for a token, it publishes nothing
 
 
 @dataclass(frozen=True)
@@ -22,8 +35,10 @@ class World:
 
     trees: tuple[str, ...]
     env: Mapping[str, str]
-    github_hosts: tuple[str, ...]
+    forges: tuple[Forge, ...]
     token_vars: frozenset[str]
+    programs: Mapping[str, Spec]
+    named: frozenset[str]  # programs some rule names
 
     @property
     def home(self) -> str:
@@ -57,49 +72,6 @@ def _combine(*places: str | None) -> str:
     return "outside"
 
 
-def _split_args(args: tuple[str, ...]) -> tuple[list[str], set[str]]:
-    """Positional operands and flag names (``--x=y`` → ``--x``; ``-abc`` → ``-abc``, ``-a``…)."""
-    pos: list[str] = []
-    flags: set[str] = set()
-    dashdash = False
-    for a in args:
-        if dashdash or not a.startswith("-") or a == "-":
-            pos.append(a)
-        elif a == "--":
-            dashdash = True
-        elif a.startswith("--"):
-            flags.add(a.split("=", 1)[0])
-        else:
-            flags.add(a)
-            if len(a) > 2 and a[1] != "-":
-                flags.add(a[:2])
-                flags.update("-" + c for c in a[1:] if c.isalpha())
-    return pos, flags
-
-
-URL_RE = re.compile(r"^([a-z][a-z0-9+.-]*://|[\w.-]+@[\w.-]+:)", re.I)
-
-
-def is_url(s: str) -> bool:
-    return bool(URL_RE.match(s))
-
-
-# ----------------------------------------------------------------------------- git
-
-GIT_GLOBAL_WITH_ARG = frozenset(
-    {"-C", "-c", "--git-dir", "--work-tree", "--namespace", "--config-env", "--super-prefix", "--attr-source"}
-)
-GIT_INFO = frozenset({"--version", "--help", "-h", "--exec-path", "--html-path", "--man-path", "--info-path", "-v"})
-
-CLONE_WITH_ARG = frozenset(
-    {"-b", "--branch", "-o", "--origin", "-u", "--upload-pack", "--reference", "--reference-if-able",
-     "--depth", "--separate-git-dir", "-c", "--config", "--template", "-j", "--jobs", "--filter",
-     "--shallow-since", "--shallow-exclude", "--bundle-uri", "--server-option", "--ref-format"}
-)
-INIT_WITH_ARG = frozenset({"--template", "--separate-git-dir", "-b", "--initial-branch", "--object-format", "--ref-format"})
-CONFIG_READ = frozenset({"--get", "--get-all", "--get-regexp", "--get-urlmatch", "--list", "-l", "--show-origin", "--show-scope", "get", "list"})
-
-
 def _operands(args: tuple[str, ...], with_arg: frozenset[str]) -> list[str]:
     out: list[str] = []
     i = 0
@@ -116,46 +88,33 @@ def _operands(args: tuple[str, ...], with_arg: frozenset[str]) -> list[str]:
     return out
 
 
-def git_facts(inv: Invocation, world: World) -> dict:
-    argv = inv.argv
+# ----------------------------------------------------------------------------- git
+
+CONFIG_READ = frozenset({"--get", "--get-all", "--get-regexp", "--get-urlmatch", "--list", "-l", "--show-origin",
+                         "--show-scope", "get", "list"})
+CONFIG_WRITE = frozenset({"--unset", "--unset-all", "--add", "--replace-all", "--remove-section", "--rename-section",
+                          "-e", "--edit"})
+
+
+def git_repository(inv: Invocation, r: Reading, world: World) -> dict:
+    """Where a git invocation's repository lies (cwd, ``-C``, ``--git-dir``, ``--work-tree``,
+    ``GIT_DIR``), and what a clone, init, bundle, linked work tree or config write writes."""
     home = world.home
     base = inv.cwd
     gitdir = worktree = None
     configs: list[str] = []
-    info = False
-    i = 1
-    while i < len(argv):
-        a = argv[i]
-        val = argv[i + 1] if i + 1 < len(argv) else ""
-        if a == "-C":
+    for opt, val in r.global_options:
+        if opt == "-C":
             base = paths.real(paths.join(base, val, home)) if val else base
-            i += 2
-        elif a == "-c":
+        elif opt == "-c":
             configs.append(val)
-            i += 2
-        elif a in ("--git-dir", "--work-tree"):
-            if a == "--git-dir":
-                gitdir = val
-            else:
-                worktree = val
-            i += 2
-        elif a.startswith("--git-dir="):
-            gitdir = a.split("=", 1)[1]
-            i += 1
-        elif a.startswith("--work-tree="):
-            worktree = a.split("=", 1)[1]
-            i += 1
-        elif a in GIT_GLOBAL_WITH_ARG:
-            i += 2
-        elif a in GIT_INFO or a.startswith("--list-cmds"):
-            info = True  # git prints and exits: --help push shows push's page, runs nothing
-            i += 1
-        elif a.startswith("-"):
-            i += 1
-        else:
-            break
-    sub = argv[i] if i < len(argv) else None
-    rest = tuple(argv[i + 1 :])
+        elif opt == "--git-dir":
+            gitdir = val
+        elif opt == "--work-tree":
+            worktree = val
+    sub = r.subcommand
+    pos = r.args
+    flags = r.flags
     env = dict(world.env)
     env.update({k: v for k, v in inv.env.items() if v is not None})
     gitdir = gitdir if gitdir is not None else (inv.env.get("GIT_DIR") if "GIT_DIR" in inv.env else env.get("GIT_DIR"))
@@ -171,42 +130,28 @@ def git_facts(inv: Invocation, world: World) -> dict:
     else:
         repo = where(base, world) or "unknown"
         repo_path = base
-    pos, flags = _split_args(rest)
-    facts: dict = {
-        "subcommand": sub,
-        "action": pos[0] if pos else None,
-        "args": pos,
-        "flags": flags,
-        "repo": repo,
-        "repo_path": repo_path,
-        "info": info,
-        "configs": configs,
-        "url_arg": any(is_url(p) for p in pos),
-    }
+    facts: dict = {"repo": repo, "repo_path": repo_path, "configs": configs}
     dest = None
     if sub == "clone":
-        ops = _operands(rest, CLONE_WITH_ARG)
-        if len(ops) >= 2:
-            dest = ops[1]
-        elif ops:
-            url = ops[0].rstrip("/")
+        if len(pos) >= 2:
+            dest = pos[1]
+        elif pos:
+            url = pos[0].rstrip("/")
             name = url.rsplit("/", 1)[-1].rsplit(":", 1)[-1]
             dest = name[:-4] if name.endswith(".git") else name
             if "--bare" in flags or "--mirror" in flags:
                 dest = name if name.endswith(".git") else name + ".git"
-        if ops:
-            facts["url"] = ops[0]
+        if pos:
+            facts["url"] = pos[0]
     elif sub == "init":
-        ops = _operands(rest, INIT_WITH_ARG)
-        dest = ops[0] if ops else "."
-    elif sub == "bundle" and pos[:1] == ["create"] and len(pos) > 1:
+        dest = pos[0] if pos else "."
+    elif sub == "bundle" and pos[:1] == ("create",) and len(pos) > 1:
         dest = pos[1]
-    elif sub == "worktree" and pos[:1] == ["add"]:
-        ops = _operands(rest[1:], frozenset({"-b", "-B", "--reason"}))
-        dest = ops[0] if ops else None  # a linked work tree holds a .git file
+    elif sub == "worktree" and pos[:1] == ("add",):
+        dest = pos[1] if len(pos) > 1 else None  # a linked work tree holds a .git file
     elif sub == "config":
         facts["config_read"] = bool(flags & CONFIG_READ) or (pos[:1] and pos[0] in ("get", "list")) or (
-            len(pos) == 1 and not flags & {"--unset", "--unset-all", "--add", "--replace-all", "--remove-section", "--rename-section", "-e", "--edit"})
+            len(pos) == 1 and not flags & CONFIG_WRITE)
         if "--global" in flags:
             facts["config_scope"] = "global"
             xdg = env.get("XDG_CONFIG_HOME")
@@ -216,11 +161,9 @@ def git_facts(inv: Invocation, world: World) -> dict:
             dest = "/etc/gitconfig"
         elif "--file" in flags or "-f" in flags:
             facts["config_scope"] = "file"
-            for j, a in enumerate(rest):
-                if a in ("--file", "-f") and j + 1 < len(rest):
-                    dest = rest[j + 1]
-                elif a.startswith("--file="):
-                    dest = a.split("=", 1)[1]
+            for opt, val in r.options:
+                if opt in ("--file", "-f"):
+                    dest = val
         else:
             facts["config_scope"] = "local"
     if dest is not None:
@@ -230,73 +173,61 @@ def git_facts(inv: Invocation, world: World) -> dict:
     return facts
 
 
-# ----------------------------------------------------------------------------- gh
-
-GH_WITH_ARG = frozenset({"-R", "--repo", "--hostname"})
+# ----------------------------------------------------------------------------- forge CLIs
 
 
-def gh_facts(inv: Invocation, world: World) -> dict:
-    args = [a for a in inv.argv[1:]]
-    pos, flags = _split_args(tuple(args))
-    clean: list[str] = []
-    skip = False
-    for a in args:
-        if skip:
-            skip = False
-            continue
-        if a in GH_WITH_ARG:
-            skip = True
-            continue
-        if not a.startswith("-"):
-            clean.append(a)
-    facts: dict = {"subcommand": clean[0] if clean else None, "action": clean[1] if len(clean) > 1 else None,
-                   "args": clean[1:], "flags": flags}
-    if facts["subcommand"] == "api":
-        facts.update(gh_api(args, world))
-    if facts["subcommand"] == "repo" and facts["action"] == "clone":
-        ops = clean[2:]
-        if ops:
-            name = ops[0].rstrip("/").rsplit("/", 1)[-1]
-            dest = ops[1] if len(ops) > 1 else name
-            full = paths.real(paths.join(inv.cwd, dest, world.home))
-            facts["dest"] = where(full, world)
-            facts["dest_path"] = full
-    return facts
+def cli_clone(inv: Invocation, r: Reading, world: World) -> dict:
+    """``gh repo clone REPO [DIR]``: DIR, or the repository's name, is written."""
+    ops = r.args[1:]
+    if not ops:
+        return {}
+    name = ops[0].rstrip("/").rsplit("/", 1)[-1]
+    dest = ops[1] if len(ops) > 1 else name
+    full = paths.real(paths.join(inv.cwd, dest, world.home))
+    return {"dest": where(full, world), "dest_path": full}
 
 
-def gh_api(args: list[str], world: World) -> dict:
+def cli_api(inv: Invocation, r: Reading, spec: Spec) -> dict:
+    """``gh api ENDPOINT`` and its kind: the method, the endpoint and whether the call writes,
+    read with the option names of the spec's ``api`` block."""
+    args = inv.argv[r.sub_index + 1 :]
+    method_opts = spec.api_option("method")
+    field_opts = spec.api_option("fields")
+    body_opts = spec.api_option("body_files")
+    skip = spec.api_option("with_value") | spec.with_value
     method = None
     fields = False
     endpoint = None
     queries: list[str] = []
     opaque_body = False  # --input FILE, -F query=@file: a body guard cannot read
-    i = 1
+    i = 0
     while i < len(args):
         a = args[i]
         nxt = args[i + 1] if i + 1 < len(args) else ""
-        if a in ("-X", "--method"):
+        name, eq, val = a.partition("=")
+        short = a[:2] if len(a) > 2 and not a.startswith("--") else ""
+        if a in method_opts:
             method = nxt.upper()
             i += 2
             continue
-        if a.startswith("--method="):
-            method = a.split("=", 1)[1].upper()
-        elif a.startswith("-X") and len(a) > 2:
+        if eq and name in method_opts:
+            method = val.upper()
+        elif short in method_opts:
             method = a[2:].upper()
-        elif a in ("-f", "-F", "--field", "--raw-field", "--input") or (
-                a[:2] in ("-f", "-F") and len(a) > 2) or a.startswith(("--field=", "--raw-field=", "--input=")):
+        elif a in field_opts or a in body_opts or short in field_opts or (eq and (name in field_opts or name in body_opts)):
             fields = True
-            if a in ("-f", "-F", "--field", "--raw-field", "--input"):
+            if a in field_opts or a in body_opts:
                 value, i = nxt, i + 2
             else:
-                value, i = (a.split("=", 1)[1] if a.startswith("--") else a[2:]), i + 1
-            if a.startswith("--input"):
+                value, i = (val if a.startswith("--") else a[2:]), i + 1
+            if (name if a.startswith("--") else a) in body_opts:
                 opaque_body = True
             elif value.startswith("query="):
                 q = value[6:]
                 opaque_body = opaque_body or q.startswith("@")
                 queries.append(q)
             continue
-        elif a in ("-H", "--header", "-q", "--jq", "-t", "--template", "--hostname", "-p", "--preview", "--cache"):
+        elif a in skip:
             i += 2
             continue
         elif not a.startswith("-") and endpoint is None:
@@ -310,8 +241,15 @@ def gh_api(args: list[str], world: World) -> dict:
     if graphql:
         # a GraphQL body is a write when it holds a mutation, or when guard cannot read it
         write = opaque_body or any("mutation" in q or UNKNOWN in q for q in queries)
-    return {"http_write": write, "http_method": method, "github": True, "endpoint": endpoint,
-            "http_path": "/" + endpoint.lstrip("/"), "graphql": graphql}
+    forge = str(spec.api_option("forge", ""))
+    if graphql and spec.api_option("graphql_path", None):
+        path = str(spec.api_option("graphql_path"))
+    elif "://" in endpoint or endpoint.startswith("/"):
+        path = "/" + endpoint.lstrip("/")
+    else:
+        path = str(spec.api_option("path_prefix", "/")) + endpoint.lstrip("/")
+    return {"http_write": write, "http_method": method, "forge": forge, "github": forge == "github",
+            "endpoint": endpoint, "http_path": path, "graphql": graphql}
 
 
 # ----------------------------------------------------------------------------- HTTP clients
@@ -446,8 +384,8 @@ def httpie_facts(inv: Invocation) -> dict:
     return {"http_method": method, "urls": [url] if url else [], "body": body}
 
 
-def host_is_github(url: str, world: World) -> tuple[bool, str]:
-    """(whether the URL is a GitHub API or site host, the URL's path)."""
+def forge_of(url: str, world: World) -> tuple[str, str]:
+    """(the forge the URL is on, from the config's ``forges``, or ""; the URL's path)."""
     from urllib.parse import urlsplit  # only for HTTP clients: keeps ~2 ms off other commands
 
     if "://" not in url:
@@ -457,35 +395,36 @@ def host_is_github(url: str, world: World) -> tuple[bool, str]:
         host = (parts.hostname or "").lower()
         path = parts.path or "/"
     except ValueError:
-        return False, ""
-    for h in world.github_hosts:
-        if h.startswith("*.") and (host.endswith(h[1:]) or host == h[2:]):
-            return True, path
-        if host == h:
-            return True, path
-    if path.startswith("/api/v3/") or path.rstrip("/") == "/api/graphql":
-        return True, path
-    return False, path
+        return "", ""
+    for f in world.forges:
+        for h in f.hosts:
+            if h.startswith("*.") and (host.endswith(h[1:]) or host == h[2:]):
+                return f.name, path
+            if host == h:
+                return f.name, path
+    for f in world.forges:
+        for p in f.api_paths:
+            if path.startswith(p) if p.endswith("/") else path.rstrip("/") == p:
+                return f.name, path
+    return "", path
 
 
-def http_facts(inv: Invocation, world: World) -> dict:
-    prog = inv.program
-    if prog == "<http>":
+HTTP_READERS = {"http-curl": curl_facts, "http-wget": wget_facts, "http-httpie": httpie_facts}
+
+
+def http_facts(inv: Invocation, meaning: str, world: World) -> dict:
+    if meaning == "http-inline":
         h = inv.facts.get("http", {})
         raw = {"http_method": (h.get("method") or "GET").upper(), "urls": [h.get("url") or ""], "body": h.get("body") or ""}
-    elif prog == "curl":
-        raw = curl_facts(inv)
-    elif prog == "wget":
-        raw = wget_facts(inv)
     else:
-        raw = httpie_facts(inv)
-    github = False
+        raw = HTTP_READERS[meaning](inv)
+    forge = ""
     gpath = ""
     url = raw["urls"][0] if raw["urls"] else ""
     for u in raw["urls"]:
-        hit, p = host_is_github(u, world)
+        hit, p = forge_of(u, world)
         if hit:
-            github, gpath, url = True, p, u
+            forge, gpath, url = hit, p, u
             break
     method = raw["http_method"]
     body = raw["body"] or ""
@@ -493,9 +432,10 @@ def http_facts(inv: Invocation, world: World) -> dict:
     write = method not in ("GET", "HEAD", "OPTIONS")
     if graphql and method == "POST":
         write = ("mutation" in body) or (UNKNOWN in body) or body.startswith("@")
-    oauth = github and (gpath.startswith("/login/oauth/access_token") or gpath.startswith("/login/device/code"))
-    return {"http_method": method, "github": github, "http_write": write and github and not oauth, "url": url,
-            "http_path": gpath, "graphql": graphql, "oauth": oauth}
+    oauth = bool(forge) and any(gpath.startswith(t) for f in world.forges if f.name == forge for t in f.token_paths)
+    return {"http_method": method, "forge": forge, "github": forge == "github",
+            "http_write": write and bool(forge) and not oauth, "url": url, "http_path": gpath, "graphql": graphql,
+            "oauth": oauth}
 
 
 # ----------------------------------------------------------------------------- tokens
@@ -720,21 +660,30 @@ def _holds_repo(path: str, removed: tuple[str, ...] = (), depth: int = 3) -> boo
 
 # ----------------------------------------------------------------------------- all
 
-HTTP_CLIENTS = frozenset({"curl", "wget", "http", "https", "xh", "xhs", "httpie", "<http>"})
-
-
 def facts_for(inv: Invocation, world: World) -> dict:
-    """Every fact the rules may match on, for one invocation."""
+    """Every fact the rules may match on, for one invocation: what its program spec reads from
+    the argv, what the spec's readers give it a meaning, and the facts of any program."""
     prog = inv.program
+    spec = world.programs.get(prog)
+    if spec is None and "-" in prog:
+        spec, prog = spec_for(prog, world.programs)
     facts: dict = {"program": prog}
-    if prog == "git" or prog.startswith("git-"):
-        facts.update(git_facts(inv, world) if prog == "git" else git_facts(
-            Invocation("git", ("git", prog[4:], *inv.argv[1:]), inv.cwd, inv.env), world))
-        facts["program"] = "git"
-    elif prog == "gh":
-        facts.update(gh_facts(inv, world))
-    elif prog in HTTP_CLIENTS:
-        facts.update(http_facts(inv, world))
+    if spec is not None:
+        read_as = inv
+        if prog != inv.program:  # git-push ARGS reads as git push ARGS
+            read_as = Invocation(prog, (prog, inv.program[len(prog) + 1 :], *inv.argv[1:]), inv.cwd, inv.env)
+        r = read(read_as.argv, spec)
+        facts.update(reader_facts(r, spec))
+        if spec.meaning == "git-repository":
+            facts.update(git_repository(read_as, r, world))
+        elif spec.meaning is not None:
+            facts.update(http_facts(read_as, spec.meaning, world))
+        if spec.api is not None and r.subcommand == spec.api_option("subcommand"):
+            facts.update(cli_api(read_as, r, spec))
+        if spec.clone is not None and (r.subcommand, facts.get("action")) == spec.clone:
+            facts.update(cli_clone(read_as, r, world))
+    elif prog in world.named:  # a rule names it: its operands and options, read without a spec
+        facts.update(reader_facts(read(inv.argv, NO_SPEC_READER), None))
     facts.update(token_facts(inv, world))
     facts.update(file_facts(inv, world))
     return facts

@@ -31,7 +31,7 @@ try:  # the built-in module: hashlib loads OpenSSL (~2.5 ms), paid on every anal
 except ImportError:  # pragma: no cover - other Pythons
     from hashlib import sha256  # type: ignore[assignment]
 
-CACHE_VERSION = 3
+CACHE_VERSION = 4
 
 
 @cache
@@ -55,6 +55,7 @@ class RuleSet:
     dropped: list[str] = field(default_factory=list)  # rules left out because their examples fail
     disabled: list[dict[str, str]] = field(default_factory=list)  # {id, source, by}
     fallback: str | None = None  # set when this is not the set the files describe, and why
+    programs: dict[str, dict[str, Any]] = field(default_factory=dict)  # program name → spec as written
 
 
 @dataclass(frozen=True)
@@ -69,7 +70,8 @@ def rule_layers(extra: tuple[str, ...], config_path: str | None) -> list[Layer]:
     from pathlib import Path
 
     base = shipped_rules_dir()
-    layers = [Layer("rules/", (base / "config.yaml", *sorted((base / "commands").glob("*.yaml"))), True)]
+    layers = [Layer("rules/", (base / "config.yaml", *sorted((base / "programs").glob("*.yaml")),
+                               *sorted((base / "commands").glob("*.yaml"))), True)]
     for p in extra:
         path = Path(p)
         if path.is_dir():
@@ -96,7 +98,7 @@ def _compiler_stamp() -> str:
     here = os.path.dirname(os.path.realpath(__file__))
     out = []
     for f in (os.path.join(here, "authoring.py"), os.path.join(here, "schema", "command-rules.json"),
-              os.path.join(here, "schema", "config.json")):
+              os.path.join(here, "schema", "config.json"), os.path.join(here, "schema", "programs.json")):
         try:
             st = os.stat(f)
             out.append(f"{st.st_size}:{st.st_mtime_ns}")
@@ -140,12 +142,13 @@ def _files_fast(extra: tuple[str, ...], config_path: str | None) -> list[str] | 
             break
     else:
         return None
-    try:
-        commands = sorted(os.path.join(cand, "commands", n) for n in os.listdir(os.path.join(cand, "commands"))
-                          if n.endswith(".yaml"))
-    except OSError:
-        return None
-    files = [os.path.join(cand, "config.yaml"), *commands]
+    files = [os.path.join(cand, "config.yaml")]
+    for sub in ("programs", "commands"):
+        try:
+            files += sorted(os.path.join(cand, sub, n) for n in os.listdir(os.path.join(cand, sub)) if n.endswith(".yaml"))
+        except OSError:
+            if sub == "commands":
+                return None
     for p in extra:
         if os.path.isdir(p):
             return None
