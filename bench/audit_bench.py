@@ -1,6 +1,16 @@
-"""Cost of appending one audit record: median and p99 in µs, one writer and N concurrent writers.
+"""The audit log's costs: appending one record, and ``guard audit`` over a fleet's logs.
 
     .venv/bin/python bench/audit_bench.py [--records 5000] [--writers 8] [--dir DIR]
+    .venv/bin/python bench/audit_bench.py report [--sizes 1000000,10000000] [--files 400] [--dir DIR]
+
+``report`` generates the fleet (``bench/audit_fleet.py``; kept in ``--dir`` for the next run) and
+runs ``guard audit`` over it twice side by side: today's code (``--engine python``, every record
+in memory) and the DuckDB engine, each in a child process, measuring wall time, CPU time and
+peak RSS (``wait4``), and checks that both printed the same report byte for byte. Today's code
+runs under an address-space cap (``--baseline-cap-gb``, default 6): past it, it fails with a
+MemoryError, and the figure printed is how long it ran before it did.
+
+Appending:
 
 Two figures per case: ``append`` is ``append_record`` of a record already built (encode, redact
 again, open, one write, fstat, close); ``build+append`` adds ``build_record`` (ids, time,
@@ -12,11 +22,16 @@ same file system as ``--dir`` (default: the system temp dir).
 from __future__ import annotations
 
 import argparse
+import json
 import multiprocessing
 import os
+import resource
 import statistics
+import subprocess
+import sys
 import tempfile
 import time
+from pathlib import Path
 
 from guard.audit import log
 
@@ -99,6 +114,9 @@ def _case(name: str, path: str, writers: int, n: int) -> None:
 
 
 def main() -> None:
+    if sys.argv[1:2] == ["report"]:
+        report_main(sys.argv[2:])
+        return
     p = argparse.ArgumentParser(description=__doc__.splitlines()[0])
     p.add_argument("--records", type=int, default=5000)
     p.add_argument("--writers", type=int, default=8)
@@ -111,6 +129,138 @@ def main() -> None:
         cores = os.cpu_count() or 1
         if cores < opts.writers:
             _case("one writer per core", os.path.join(d, "cores.jsonl"), cores, opts.records)
+
+
+# --------------------------------------------------------------------------- guard audit over a fleet
+
+HERE = Path(__file__).resolve().parent
+TARGETS = {1_000_000: (8.0, 500), 10_000_000: (60.0, 1024)}  # seconds, MB
+
+
+def _fleet(root: Path, records: int, files: int) -> tuple[Path, dict]:
+    """The generated fleet for this size, made once and kept."""
+    sys.path.insert(0, str(HERE))
+    import audit_fleet
+
+    stamp_text = json.dumps(
+        {"records": records, "files": files, "generator": _digest(HERE / "audit_fleet.py")}
+    )
+    where = root / f"fleet-{records}-{files}"
+    stamp = where / ".stamp"
+    if not (stamp.exists() and json.loads(stamp.read_text())["key"] == stamp_text):
+        if where.exists():
+            for old in where.iterdir():
+                old.unlink()
+        t0 = time.perf_counter()
+        stats = audit_fleet.generate(where, records, files)
+        stats["generated_s"] = round(time.perf_counter() - t0, 1)
+        stats["bytes"] = sum(p.stat().st_size for p in where.iterdir())
+        stamp.write_text(json.dumps({"key": stamp_text, "stats": stats}))
+    return where, json.loads(stamp.read_text())["stats"]
+
+
+def _digest(path: Path) -> str:
+    import hashlib
+
+    return hashlib.sha256(path.read_bytes()).hexdigest()[:16]
+
+
+def _run(argv: list[str], out: Path, cap_bytes: int | None = None) -> dict:
+    """One child: wall seconds, CPU seconds, peak RSS in MB, exit status."""
+
+    def limit() -> None:
+        if cap_bytes:
+            resource.setrlimit(resource.RLIMIT_AS, (cap_bytes, cap_bytes))
+
+    t0 = time.perf_counter()
+    with open(out, "wb") as f:
+        proc = subprocess.Popen(argv, stdout=f, stderr=subprocess.PIPE, preexec_fn=limit)
+        assert proc.stderr is not None
+        err = proc.stderr.read()
+        _, status, usage = os.wait4(proc.pid, 0)
+        proc.returncode = os.waitstatus_to_exitcode(status)
+    wall = time.perf_counter() - t0
+    last = err.decode("utf-8", "replace").strip().splitlines()[-1:] or [""]
+    return {
+        "wall": wall,
+        "cpu": usage.ru_utime + usage.ru_stime,
+        "rss_mb": usage.ru_maxrss / 1024,
+        "status": proc.returncode,
+        "last_stderr": last[0][:120],
+    }
+
+
+def _median_run(argv: list[str], out: Path, runs: int, cap: int | None = None) -> dict:
+    results = [_run(argv, out, cap) for _ in range(runs)]
+    ok = [r for r in results if r["status"] == 0] or results
+    pick = sorted(ok, key=lambda r: r["wall"])[len(ok) // 2]
+    return {**pick, "runs": len(results)}
+
+
+def _line(name: str, r: dict | None) -> str:
+    if r is None:
+        return f"  {name:<26} not run"
+    state = "" if r["status"] == 0 else f"   FAILED (exit {r['status']}: {r['last_stderr']})"
+    return (
+        f"  {name:<26} {r['wall']:7.1f} s wall  {r['cpu']:7.1f} s CPU  {r['rss_mb']:7.0f} MB peak RSS{state}"
+    )
+
+
+def report_main(argv: list[str]) -> None:
+    p = argparse.ArgumentParser(prog="audit_bench.py report")
+    p.add_argument("--sizes", default="1000000,10000000", help="records per fleet, comma-separated")
+    p.add_argument("--files", type=int, default=400)
+    p.add_argument("--dir", default=None, help="where the fleets are kept (default: a temp dir, removed)")
+    p.add_argument("--runs", type=int, default=1, help="runs per engine and size (the median is printed)")
+    p.add_argument("--baseline-cap-gb", type=float, default=6.0)
+    p.add_argument(
+        "--no-baseline-above",
+        type=int,
+        default=10_000_000,
+        help="skip today's code for fleets larger than this",
+    )
+    opts = p.parse_args(argv)  # fmt: skip
+    import duckdb
+
+    print(f"cpus: {os.cpu_count()}, load average: {os.getloadavg()[0]:.1f}, duckdb {duckdb.__version__}")
+    root_ctx = tempfile.TemporaryDirectory() if opts.dir is None else None
+    root = Path(root_ctx.name if root_ctx else opts.dir)
+    root.mkdir(parents=True, exist_ok=True)
+    guard = [sys.executable, "-m", "guard.cli", "audit"]
+    results = {}
+    try:
+        for size in [int(x) for x in opts.sizes.split(",")]:
+            where, stats = _fleet(root, size, opts.files)
+            print(
+                f"\n{size:,} records in {stats['files']} files, {stats['bytes'] / 1e6:.0f} MB"
+                f" ({stats['duplicates']} duplicate copies, {stats['malformed']} malformed lines,"
+                f" {stats['enveloped']} in collector envelopes; gzip: one file in ten)"
+            )
+            new = _median_run([*guard, "--engine", "duckdb", str(where)], root / "new.txt", opts.runs)
+            old = None
+            if size <= opts.no_baseline_above:
+                cap = int(opts.baseline_cap_gb * 1024**3)
+                old = _median_run(
+                    [*guard, "--engine", "python", str(where)], root / "old.txt", opts.runs, cap
+                )
+            print(_line("today (--engine python)", old))
+            print(_line("DuckDB engine", new))
+            if old and old["status"] == 0 and new["status"] == 0:
+                same = (root / "old.txt").read_bytes() == (root / "new.txt").read_bytes()
+                print(f"  ratio: {old['wall'] / new['wall']:.1f}x faster, {old['rss_mb'] / new['rss_mb']:.1f}x less memory;"
+                      f" same report byte for byte: {'yes' if same else 'NO'}")  # fmt: skip
+            elif old:
+                print(
+                    f"  today's code failed under a {opts.baseline_cap_gb:g} GB cap after {old['wall']:.0f} s"
+                )
+            target = TARGETS.get(size)
+            if target:
+                ok = new["status"] == 0 and new["wall"] <= target[0] and new["rss_mb"] <= target[1]
+                print(f"  target: ≤ {target[0]:g} s and ≤ {target[1]} MB: {'met' if ok else 'NOT met'}")
+            results[size] = {"today": old, "duckdb": new}
+    finally:
+        if root_ctx:
+            root_ctx.cleanup()
 
 
 if __name__ == "__main__":

@@ -21,16 +21,13 @@ import json
 import os
 import re
 import sys
-from collections import Counter
 from collections.abc import Iterable, Iterator, Mapping
-from dataclasses import dataclass, field
 from datetime import UTC, date, datetime, timedelta
-from fnmatch import fnmatchcase
 from typing import IO, Any
 
-from guard.audit.display import clip, inert, show
-
-Record = dict[str, Any]
+from guard.audit.display import inert, show
+from guard.audit.normalise import normalise_command  # noqa: F401  (guard.audit.report's API)
+from guard.audit.read import Record, default_logs, parse_ts
 
 DEFAULT_WINDOW_MINUTES = 10
 BAR_WIDTH = 40
@@ -42,152 +39,6 @@ CSV_COLUMNS = (
 
 class UsageError(Exception):
     pass
-
-
-# --------------------------------------------------------------------------- reading
-
-
-@dataclass
-class Loaded:
-    """The merged, de-duplicated records, each with its parsed time, sorted by (ts, id)."""
-
-    records: list[tuple[float, Record]] = field(default_factory=list)
-    sources: int = 0
-    lines: int = 0
-    duplicates: int = 0
-    malformed: int = 0
-    first_malformed: str | None = None
-
-
-_ENVELOPE_KEYS = ("message", "log", "body", "record", "msg", "_raw", "event", "stringValue", "data")
-
-
-def is_record(value: object) -> bool:
-    return (
-        isinstance(value, dict)
-        and isinstance(value.get("id"), str)
-        and isinstance(value.get("ts"), str)
-        and ("verdict" in value or "kind" in value)
-    )
-
-
-def _unwrap(value: object, depth: int = 0) -> Iterator[Record]:
-    """Our records inside one parsed JSON value, looking through collector envelopes."""
-    if depth > 10:
-        return
-    if isinstance(value, dict):
-        if is_record(value):
-            yield value
-            return
-        for key, inner in value.items():
-            if isinstance(inner, str):
-                if key in _ENVELOPE_KEYS and inner.lstrip().startswith(("{", "[")):
-                    try:
-                        yield from _unwrap(json.loads(inner), depth + 1)
-                    except ValueError:
-                        pass
-            elif isinstance(inner, (dict, list)):
-                yield from _unwrap(inner, depth + 1)
-    elif isinstance(value, list):
-        for inner in value:
-            yield from _unwrap(inner, depth + 1)
-
-
-def records_in_line(line: str) -> list[Record] | None:
-    """The records one log line holds; ``[]`` for a blank line, None for a malformed one."""
-    text = line.strip()
-    if not text:
-        return []
-    if text[0] not in "{[":
-        # A prefix put there by a collector or a log viewer: "tag: [...]", "2026-… stdout F {…}".
-        starts = [i for i in (text.find("{"), text.find("[")) if i >= 0]
-        if not starts:
-            return None
-        text = text[min(starts) :]
-    try:
-        value = json.loads(text)
-    except ValueError:
-        return None
-    found = list(_unwrap(value))
-    return found or None
-
-
-def parse_ts(value: str) -> float | None:
-    """Seconds since the epoch for an RFC 3339 time; a time without offset is taken as UTC."""
-    try:
-        t = datetime.fromisoformat(value.strip())
-    except (ValueError, AttributeError):
-        return None
-    if t.tzinfo is None:
-        t = t.replace(tzinfo=UTC)
-    return t.timestamp()
-
-
-def load(streams: Iterable[tuple[str, IO[bytes]]]) -> Loaded:
-    """Read every stream, keep one copy of each id, sort by (ts, id)."""
-    out = Loaded()
-    by_id: dict[str, tuple[float, Record]] = {}
-    for name, stream in streams:
-        out.sources += 1
-        for number, raw in enumerate(stream, 1):
-            out.lines += 1
-            line = raw.decode("utf-8", "replace") if isinstance(raw, bytes) else raw
-            found = records_in_line(line)
-            if found is None:
-                out.malformed += 1
-                out.first_malformed = out.first_malformed or f"{name}:{number}"
-                continue
-            for rec in found:
-                t = parse_ts(rec["ts"])
-                if t is None:
-                    out.malformed += 1
-                    out.first_malformed = out.first_malformed or f"{name}:{number}"
-                    continue
-                if rec["id"] in by_id:
-                    out.duplicates += 1
-                    continue
-                by_id[rec["id"]] = (t, rec)
-    out.records = sorted(by_id.values(), key=lambda tr: (tr[0], tr[1]["id"]))
-    return out
-
-
-def _files_under(path: str) -> list[str]:
-    found = []
-    for root, dirs, files in os.walk(path):
-        dirs.sort()
-        for name in sorted(files):
-            if ".jsonl" in name or name.endswith((".log", ".json", ".log.gz", ".json.gz")):
-                if not name.endswith(".lock"):
-                    found.append(os.path.join(root, name))
-    return found
-
-
-def _open(path: str) -> IO[bytes]:
-    if path.endswith(".gz"):
-        import gzip
-
-        return gzip.open(path, "rb")  # type: ignore[return-value]
-    return open(path, "rb")
-
-
-def _default_logs(env: Mapping[str, str]) -> list[str]:
-    from guard.audit.log import default_log_path, rotated_files
-
-    path = default_log_path(env)
-    if path is None:
-        return []
-    return [p for p in [*rotated_files(path), path] if os.path.isfile(p)]
-
-
-def _streams(paths: list[str], stdin: IO[bytes]) -> Iterator[tuple[str, IO[bytes]]]:
-    for path in paths:
-        if path == "-":
-            yield "<stdin>", stdin
-            continue
-        targets = _files_under(path) if os.path.isdir(path) else [path]
-        for target in targets:
-            with _open(target) as f:
-                yield target, f
 
 
 # --------------------------------------------------------------------------- filtering
@@ -211,219 +62,6 @@ def parse_when(text: str, *, end: bool = False, now: float | None = None) -> flo
     if t is None:
         raise UsageError(f"not a time: {text!r} (use 2026-01-31, 2026-01-31T12:00:00Z or 7d)")
     return t
-
-
-@dataclass(frozen=True)
-class Filters:
-    since: float | None = None
-    until: float | None = None
-    fields: tuple[tuple[str, tuple[str, ...]], ...] = ()
-
-    def keep(self, t: float, rec: Record) -> bool:
-        if self.since is not None and t < self.since:
-            return False
-        if self.until is not None and t >= self.until:
-            return False
-        for name, patterns in self.fields:
-            value = rec.get(name)
-            text = "" if value is None else str(value)
-            if not any(fnmatchcase(text, p) for p in patterns):
-                return False
-        return True
-
-
-# --------------------------------------------------------------------------- analysis
-
-
-def is_refusal(rec: Record) -> bool:
-    return rec.get("verdict") == "refuse" or rec.get("kind") == "refusal"
-
-
-_TOKEN = re.compile(
-    r"""&&|\|\||[;|&]|(?:'[^']*'|"(?:\\.|[^"\\])*"|\\.|[^\s;|&'"\\])+|['"].*""",
-    re.S,
-)
-_SUBCOMMANDS = {
-    "git": 1, "gh": 2, "glab": 2, "hub": 1, "docker": 1, "kubectl": 1, "aws": 2, "npm": 1,
-    "pnpm": 1, "yarn": 1, "pip": 1, "pip3": 1, "uv": 1, "poetry": 1, "cargo": 1, "go": 1,
-}  # fmt: skip
-# Options that take the next word as their value, per program; the value is folded, and the
-# subcommand after it is still recognised (``git -C DIR commit``).
-_VALUE_FLAGS = {
-    "git": {"-C", "-c", "--git-dir", "--work-tree", "--namespace", "--exec-path"},
-    "gh": {"-R", "--repo", "--hostname"},
-    "docker": {"-H", "--host", "--context", "--config"},
-    "kubectl": {"-n", "--namespace", "--context"},
-}
-# Programs whose first plain argument is what the command is about (a search pattern).
-_KEEP_FIRST = {"grep", "egrep", "fgrep", "rg", "ag", "ack"}
-_KEYWORDS = {"do", "then", "else", "elif", "if", "while", "until", "time", "!", "{", "(", "for"}
-_GIT_GROUPS = {"remote", "submodule", "stash", "worktree", "notes", "bisect", "lfs", "credential"}
-_SHELLS = {"sh", "bash", "zsh", "dash", "ksh", "su", "eval"}
-_ASSIGNMENT = re.compile(r"^[A-Za-z_][A-Za-z0-9_]*=")
-_BARE = re.compile(r"^[a-z][a-z0-9-]*$")
-_KEEP_ARG = re.compile(r"^(?:~|\$|/proc/|/etc/|/root/\.|[A-Z][A-Z0-9_]{2,}$|GET$|POST$|PUT$|PATCH$|DELETE$)")
-_URL = re.compile(r"^['\"]?([a-zA-Z][a-zA-Z0-9+.-]*://)(?:[^@/\s]*@)?([^/\s'\"]+)")
-
-
-def _unquote(token: str) -> str:
-    if len(token) >= 2 and token[0] == token[-1] and token[0] in "'\"":
-        return token[1:-1]
-    return token.lstrip("\\")
-
-
-def normalise_command(command: str, depth: int = 0) -> str:
-    """A command with its varying parts folded, so the same intent groups together.
-
-    Per pipeline or list element: leading ``NAME=value`` assignments kept by name, the program's
-    directory dropped, subcommands kept (``git push``, ``gh pr create``), flags kept by name
-    (``-X``, ``--data``), URLs cut to scheme and host, variable references, ``~`` paths and
-    credential-store paths kept, every other argument folded into ``…``; a ``bash -c`` script is
-    normalised in turn.
-    """
-    parts: list[str] = []
-    segment: list[str] = []
-
-    def flush() -> None:
-        if segment:
-            parts.append(_normalise_segment(segment, depth))
-            segment.clear()
-
-    for token in _TOKEN.findall(command):
-        if token in ("&&", "||", ";", "|", "&"):
-            flush()
-            parts.append(token)
-        else:
-            segment.append(token)
-    flush()
-    while parts and parts[-1] in ("&&", "||", ";", "|", "&"):
-        parts.pop()
-    return " ".join(parts) if parts else command.strip()
-
-
-def _normalise_segment(tokens: list[str], depth: int) -> str:
-    words = list(tokens)
-    assigns = []
-    while words and _ASSIGNMENT.match(words[0]) and len(words) > 1:
-        assigns.append(words.pop(0).split("=", 1)[0] + "=…")
-    if not words:
-        return ""
-    program = _unquote(words[0]).rsplit("/", 1)[-1]
-    if program in _KEYWORDS and len(words) > 1 and program != "for":
-        return " ".join([*assigns, program, _normalise_segment(words[1:], depth)])
-    out = [*assigns, program]
-    allowed = _SUBCOMMANDS.get(program, 0)
-    keep_first = program in _KEEP_FIRST
-    value_flags = _VALUE_FLAGS.get(program, set())
-    rest = words[1:]
-    i = 0
-    while i < len(rest):
-        token = rest[i]
-        if token.startswith("-"):
-            flag = token.split("=", 1)[0]
-            if flag not in out:
-                out.append(flag)
-            i += 1
-            if flag in value_flags and "=" not in token and i < len(rest):
-                out.append("…")
-                i += 1
-                continue
-            if flag == "-c" and program in _SHELLS and i < len(rest) and depth < 2:
-                out.append("'" + normalise_command(_unquote(rest[i]), depth + 1) + "'")
-                i += 1
-            continue
-        bare = _unquote(token)
-        if allowed and _BARE.match(bare):
-            out.append(bare)
-            if program == "git" and bare in _GIT_GROUPS:
-                allowed += 1
-            allowed -= 1
-        else:
-            allowed = 0
-            url = _URL.match(bare)
-            if url:
-                out.append(url.group(1) + url.group(2) + "/…" if len(bare) > len(url.group(0)) else bare)
-            elif _KEEP_ARG.match(bare) or keep_first:
-                out.append(clip(bare, 40))
-                keep_first = False
-            elif out[-1] != "…":
-                out.append("…")
-        i += 1
-    return " ".join(out)
-
-
-def top(items: Iterable[str | None], n: int) -> list[tuple[str, int]]:
-    counts = Counter(x if x is not None else "-" for x in items)
-    return sorted(counts.items(), key=lambda kv: (-kv[1], kv[0]))[:n]
-
-
-@dataclass
-class ThreadRetries:
-    agent: str
-    thread: str
-    refusals: int = 0
-    runs: int = 0
-    runs_with_retries: int = 0
-    wasted: int = 0
-    longest: int = 0
-    categories: Counter[str] = field(default_factory=Counter)
-
-    @property
-    def top_category(self) -> str:
-        if not self.categories:
-            return "-"
-        return sorted(self.categories.items(), key=lambda kv: (-kv[1], kv[0]))[0][0]
-
-
-def retries(records: list[tuple[float, Record]], window_s: float) -> list[ThreadRetries]:
-    """Wasted steps after a refusal, per (agent, thread).
-
-    A *run* is a maximal sequence of refusals in one thread in which each refusal comes within
-    ``window_s`` seconds of the one before. The first refusal of a run is the guard doing its
-    job; every further one is a **wasted step**: the agent tried again instead of taking the
-    pointer. A run ends when refusals stop for longer than the window — the agent used an
-    allowed command (the right tool, one hopes) or gave up; allowed commands are not logged, so
-    the log cannot tell those two apart. Sorted by wasted steps, then agent and thread.
-    """
-    by_thread: dict[tuple[str, str], ThreadRetries] = {}
-    last: dict[tuple[str, str], float] = {}
-    current: dict[tuple[str, str], int] = {}
-    for t, rec in records:
-        if not is_refusal(rec):
-            continue
-        key = (str(rec.get("agent") or "-"), str(rec.get("thread") or "-"))
-        row = by_thread.setdefault(key, ThreadRetries(*key))
-        row.refusals += 1
-        row.categories[str(rec.get("category") or "-")] += 1
-        if key in last and t - last[key] <= window_s:
-            current[key] += 1
-            row.wasted += 1
-            row.runs_with_retries += current[key] == 2
-        else:
-            current[key] = 1
-            row.runs += 1
-        row.longest = max(row.longest, current[key])
-        last[key] = t
-    return sorted(by_thread.values(), key=lambda r: (-r.wasted, -r.longest, r.agent, r.thread))
-
-
-def per_day(records: list[tuple[float, Record]]) -> list[tuple[str, int, int]]:
-    """(UTC day, refusals, annotations) for every day from the first record to the last."""
-    if not records:
-        return []
-    refusals: Counter[date] = Counter()
-    others: Counter[date] = Counter()
-    for t, rec in records:
-        d = datetime.fromtimestamp(t, UTC).date()
-        (refusals if is_refusal(rec) else others)[d] += 1
-    first = datetime.fromtimestamp(records[0][0], UTC).date()
-    last = datetime.fromtimestamp(records[-1][0], UTC).date()
-    days = []
-    d = first
-    while d <= last and len(days) < 3660:
-        days.append((d.isoformat(), refusals[d], others[d]))
-        d += timedelta(days=1)
-    return days
 
 
 _EIGHTHS = " ▏▎▍▌▋▊▉"
@@ -521,69 +159,6 @@ def _field(rule: object, name: str) -> object:
 # --------------------------------------------------------------------------- the report
 
 
-@dataclass
-class Report:
-    loaded: Loaded
-    records: list[tuple[float, Record]]
-    top_n: int
-    window_minutes: float
-    rule_ids: list[str] | None
-
-    def refusals(self) -> list[Record]:
-        return [r for _, r in self.records if is_refusal(r)]
-
-    def as_dict(self) -> dict[str, Any]:
-        refused = self.refusals()
-        threads = retries(self.records, self.window_minutes * 60)
-        fired = {r.get("rule") for _, r in self.records if r.get("rule")}
-        never = None if self.rule_ids is None else [x for x in self.rule_ids if x not in fired]
-        return {
-            "summary": {
-                "records": len(self.records),
-                "refusals": len(refused),
-                "annotations": len(self.records) - len(refused),
-                "sources": self.loaded.sources,
-                "duplicates": self.loaded.duplicates,
-                "malformed": self.loaded.malformed,
-                "first": self.records[0][1]["ts"] if self.records else None,
-                "last": self.records[-1][1]["ts"] if self.records else None,
-                "agents": len({r.get("agent") for _, r in self.records}),
-                "threads": len({(r.get("agent"), r.get("thread")) for _, r in self.records}),
-            },
-            "top": {
-                "rule": _pairs(top((r.get("rule") for r in refused), self.top_n)),
-                "category": _pairs(top((r.get("category") for r in refused), self.top_n)),
-                "command": _pairs(
-                    top((normalise_command(str(r.get("command") or "")) for r in refused), self.top_n)
-                ),
-            },
-            "retries": {
-                "window_minutes": self.window_minutes,
-                "runs": sum(t.runs for t in threads),
-                "runs_with_retries": sum(t.runs_with_retries for t in threads),
-                "wasted": sum(t.wasted for t in threads),
-                "threads": [
-                    {
-                        "agent": t.agent,
-                        "thread": t.thread,
-                        "refusals": t.refusals,
-                        "runs": t.runs,
-                        "wasted": t.wasted,
-                        "longest": t.longest,
-                        "top_category": t.top_category,
-                    }
-                    for t in threads
-                ],
-            },
-            "never_fired": {"known": never is not None, "rules": never or []},
-            "per_day": [{"day": d, "refusals": r, "annotations": a} for d, r, a in per_day(self.records)],
-        }
-
-
-def _pairs(items: list[tuple[str, int]]) -> list[dict[str, Any]]:
-    return [{"key": k, "count": c} for k, c in items]
-
-
 def render_text(data: dict[str, Any], top_n: int) -> str:
     s = data["summary"]
     lines: list[str] = []
@@ -675,17 +250,101 @@ def _csv_cell(value: object) -> str:
     return text
 
 
-def render_csv(records: list[tuple[float, Record]]) -> str:
+def render_csv(records: Iterable[Record]) -> Iterator[str]:
     buf = io.StringIO()
     writer = csv.writer(buf, lineterminator="\n")
     writer.writerow(CSV_COLUMNS)
-    for _, rec in records:
+    for n, rec in enumerate(records, 1):
         writer.writerow([_csv_cell(rec.get(c)) for c in CSV_COLUMNS])
-    return buf.getvalue()
+        if n % 5000 == 0:
+            yield buf.getvalue()
+            buf.seek(0)
+            buf.truncate()
+    yield buf.getvalue()
 
 
-def render_records(records: list[tuple[float, Record]]) -> str:
-    return "".join(json.dumps(rec, separators=(",", ":")) + "\n" for _, rec in records)
+def render_records(records: Iterable[Record]) -> Iterator[str]:
+    chunk: list[str] = []
+    for rec in records:
+        chunk.append(json.dumps(rec, separators=(",", ":")) + "\n")
+        if len(chunk) >= 5000:
+            yield "".join(chunk)
+            chunk.clear()
+    yield "".join(chunk)
+
+
+# --------------------------------------------------------------------------- engines
+
+ENGINES = ("auto", "duckdb", "python")
+# Without DuckDB, logs larger than this are refused: the Python engine holds every record in
+# memory (about 3 GB and a minute for a million records).
+PYTHON_MAX_BYTES = 64 * 1024 * 1024
+INSTALL = "pip install 'guard[audit]'"
+
+
+def _has_duckdb() -> bool:
+    import importlib.util
+
+    return importlib.util.find_spec("duckdb") is not None
+
+
+def _input_bytes(paths: list[str]) -> int:
+    from guard.audit.read import files_under
+
+    total = 0
+    for path in paths:
+        if path == "-":
+            continue
+        for target in files_under(path) if os.path.isdir(path) else [path]:
+            try:
+                size = os.path.getsize(target)
+            except OSError:
+                continue
+            total += size * 8 if target.endswith(".gz") else size  # gzip: about 8 to 1 on logs
+    return total
+
+
+class _Capped:
+    """Standard input for the Python engine, refused past PYTHON_MAX_BYTES."""
+
+    def __init__(self, stream: IO[bytes]) -> None:
+        self.stream = stream
+        self.read = 0
+
+    def __iter__(self) -> Iterator[bytes]:
+        for line in self.stream:
+            self.read += len(line)
+            if self.read > PYTHON_MAX_BYTES:
+                raise UsageError(_too_large(f"standard input: more than {_mb(PYTHON_MAX_BYTES)}"))
+            yield line
+
+
+def _mb(size: int) -> str:
+    return f"{-(-size // 1_000_000)} MB"
+
+
+def _too_large(what: str) -> str:
+    return (
+        f"{what} of logs needs the DuckDB engine: {INSTALL}"
+        " (or --engine python, which holds every record in memory)"
+    )
+
+
+def _engine(choice: str, paths: list[str], stdin: IO[bytes], keep_raw: bool) -> Any:
+    if choice == "python" or (choice == "auto" and not _has_duckdb()):
+        if choice == "auto":
+            size = _input_bytes(paths)
+            if size > PYTHON_MAX_BYTES:
+                raise UsageError(_too_large(_mb(size)))
+            stdin = _Capped(stdin)  # type: ignore[assignment]
+        from guard.audit.pyreport import PythonEngine
+
+        return PythonEngine(paths, stdin)
+    if not _has_duckdb():
+        raise UsageError(f"--engine duckdb: DuckDB is not installed: {INSTALL}")
+    from guard.audit.duck import DuckEngine
+
+    return DuckEngine(paths, stdin, keep_raw=keep_raw, memory_limit=os.environ.get("GUARD_AUDIT_MEMORY"))
 
 
 # --------------------------------------------------------------------------- command line
@@ -696,6 +355,9 @@ class _Parser(argparse.ArgumentParser):
         raise UsageError(message)
 
 
+FIELDS = ("agent", "thread", "role", "rule", "category", "verdict", "kind")
+
+
 def _parser() -> argparse.ArgumentParser:
     p = _Parser(
         prog="guard audit",
@@ -704,7 +366,7 @@ def _parser() -> argparse.ArgumentParser:
     p.add_argument("logs", nargs="*", metavar="LOG", help="log files or folders; - for stdin")
     p.add_argument("--since", help="from this time: 2026-01-31, 2026-01-31T12:00:00Z, or an age: 7d, 12h")
     p.add_argument("--until", help="before this time (a date includes that whole day)")
-    for name in ("agent", "thread", "role", "rule", "category", "verdict", "kind"):
+    for name in FIELDS:
         p.add_argument(
             f"--{name}",
             action="append",
@@ -716,6 +378,14 @@ def _parser() -> argparse.ArgumentParser:
     out.add_argument("--json", action="store_true", help="the report as one JSON object")
     out.add_argument("--csv", action="store_true", help="the merged records as CSV, one row each")
     out.add_argument("--records", action="store_true", help="the merged records as JSON lines (a merged log)")
+    out.add_argument(
+        "--html", metavar="FILE", help="the report as one self-contained HTML page, written to FILE"
+    )
+    out.add_argument(
+        "--sql",
+        action="store_true",
+        help="print the record schema and the report's queries as SQL, and read no log",
+    )
     p.add_argument("--top", type=int, default=10, metavar="N", help="rows per 'refused most' table (10)")
     p.add_argument(
         "--window",
@@ -725,6 +395,13 @@ def _parser() -> argparse.ArgumentParser:
         help="retry window in minutes (10)",
     )
     p.add_argument("--rules-list", metavar="FILE", help="rule ids, one per line, for 'never fired'")
+    p.add_argument(
+        "--engine",
+        choices=ENGINES,
+        default=None,
+        help="duckdb (guard[audit]), python (small logs), or auto: duckdb when installed"
+        " ($GUARD_AUDIT_ENGINE)",
+    )
     return p  # fmt: skip
 
 
@@ -738,46 +415,65 @@ def main(argv: list[str]) -> int:
         return 2
     except SystemExit as e:  # --help
         return int(e.code or 0)
+    top_n, window = max(1, opts.top), max(0.0, opts.window)
     try:
-        filters = Filters(
-            since=parse_when(opts.since) if opts.since else None,
-            until=parse_when(opts.until, end=True) if opts.until else None,
-            fields=tuple(
-                (name, tuple(getattr(opts, name)))
-                for name in ("agent", "thread", "role", "rule", "category", "verdict", "kind")
-                if getattr(opts, name)
-            ),
-        )
+        since = parse_when(opts.since) if opts.since else None
+        until = parse_when(opts.until, end=True) if opts.until else None
+        fields = tuple((name, tuple(getattr(opts, name))) for name in FIELDS if getattr(opts, name))
+        if opts.sql:
+            from guard.audit import queries
+
+            return _out(queries.render_sql(queries.kept_where(since, until, fields), top_n, window * 60))
+        choice = opts.engine or os.environ.get("GUARD_AUDIT_ENGINE", "auto")
+        if choice not in ENGINES:
+            raise UsageError(f"GUARD_AUDIT_ENGINE={choice!r}: use one of {', '.join(ENGINES)}")
         wants_rules = not (opts.csv or opts.records)
         rule_ids = read_rules_list(opts.rules_list) if opts.rules_list else None
         stdin = sys.stdin.buffer if sys.stdin is not None else io.BytesIO()
         paths = list(opts.logs)
         if not paths:
-            paths = ["-"] if not _isatty(stdin) else _default_logs(os.environ)
-        loaded = load(_streams(paths, stdin))
+            paths = ["-"] if not _isatty(stdin) else default_logs(os.environ)
+        engine = _engine(choice, paths, stdin, keep_raw=opts.csv or opts.records)
     except UsageError as e:
         _err(f"guard audit: {e}")
         return 2
     except OSError as e:
         _err(f"guard audit: cannot read {e.filename or 'input'}: {e.strerror or e}")
         return 2
-    if loaded.malformed:
+    except Exception as e:
+        if not type(e).__module__.startswith(("duckdb", "_duckdb", "guard.audit.duck")):
+            raise
         _err(
-            f"guard audit: skipped {loaded.malformed} malformed line{'s' if loaded.malformed != 1 else ''}"
-            f" (first at {inert(loaded.first_malformed)})"
+            f"guard audit: the DuckDB engine failed: {inert(str(e).splitlines()[0] if str(e) else type(e).__name__)}"
         )
-    kept = [(t, r) for t, r in loaded.records if filters.keep(t, r)]
-    if rule_ids is None and wants_rules:
-        rule_ids = policy_rule_ids()
-    if opts.csv:
-        text = render_csv(kept)
-    elif opts.records:
-        text = render_records(kept)
-    else:
-        report = Report(loaded, kept, max(1, opts.top), max(0.0, opts.window), rule_ids)
-        data = report.as_dict()
-        text = json.dumps(data, indent=2) + "\n" if opts.json else render_text(data, max(1, opts.top))
-    return _out(text)
+        return 2
+    with engine:
+        loaded = engine.loaded
+        if loaded.malformed:
+            _err(
+                f"guard audit: skipped {loaded.malformed} malformed line{'s' if loaded.malformed != 1 else ''}"
+                f" (first at {inert(loaded.first_malformed)})"
+            )
+        engine.keep(since, until, fields)
+        if rule_ids is None and wants_rules:
+            rule_ids = policy_rule_ids()
+        if opts.csv:
+            return _out(render_csv(engine.records()))
+        if opts.records:
+            return _out(render_records(engine.records()))
+        data = engine.report(top_n, window, rule_ids)
+        if opts.html:
+            from guard.audit.html import render_html
+
+            page = render_html(data, engine.details(data, top_n, window), top_n)
+            try:
+                with open(opts.html, "w", encoding="utf-8", errors="backslashreplace") as f:
+                    f.write(page)
+            except OSError as e:
+                _err(f"guard audit: cannot write {inert(opts.html)}: {e.strerror or e}")
+                return 2
+            return _out(f"guard audit: report written to {inert(opts.html)}\n")
+        return _out(json.dumps(data, indent=2) + "\n" if opts.json else render_text(data, top_n))
 
 
 def _isatty(stream: IO[bytes]) -> bool:
@@ -795,15 +491,19 @@ def _err(line: str) -> None:
         pass
 
 
-def _out(text: str) -> int:
-    data = text.encode("utf-8", "backslashreplace")
+def _out(text: str | Iterable[str]) -> int:
+    chunks = [text] if isinstance(text, str) else text
     try:
         buffer = getattr(sys.stdout, "buffer", None)
+        for chunk in chunks:
+            data = chunk.encode("utf-8", "backslashreplace")
+            if buffer is not None:
+                buffer.write(data)
+            else:
+                sys.stdout.write(data.decode("utf-8"))
         if buffer is not None:
-            buffer.write(data)
             buffer.flush()
         else:
-            sys.stdout.write(data.decode("utf-8"))
             sys.stdout.flush()
     except BrokenPipeError:
         try:

@@ -1,0 +1,523 @@
+"""``guard audit`` on DuckDB: the logs are read, merged and reported on by an embedded analytical
+engine, so a fleet's month (millions of records) is reported on in bounded memory.
+
+Only ``guard audit`` imports this module (DuckDB is the optional extra ``guard[audit]``).
+
+Reading keeps the Python reader's meaning line for line (``guard.audit.read``): each file is split
+on ``\\n`` only, with its line numbers; a line DuckDB can take as it is — one JSON object, one of
+our records, its fields strings — is read in SQL, and every other line (collector envelopes,
+prefixes, batches, escapes, anything odd) is handed to ``read.records_in_line``. ``.gz`` files are
+decompressed into a work directory first, a file that is not UTF-8 is decoded there the way the
+Python reader decodes it, and standard input is spooled there. The records are then merged
+(first copy of each id, in the order the files were named) and the report's queries
+(``guard.audit.queries``) run over them; DuckDB spills to the work directory when memory runs
+short.
+"""
+
+from __future__ import annotations
+
+import gzip
+import json
+import os
+import re
+import shutil
+import tempfile
+from collections.abc import Iterator, Mapping
+from concurrent.futures import ThreadPoolExecutor
+from datetime import UTC, datetime
+from typing import IO, Any
+
+import duckdb
+
+from guard.audit import queries
+from guard.audit.read import Loaded, Record, files_under, records_in_line
+
+DEFAULT_MEMORY = "300MB"
+_FIELDS = ("id", "ts", "verdict", "kind", "rule", "category", "agent", "thread", "command", "role")
+_STRING_FIELDS = _FIELDS[2:]
+# A lone surrogate (a JSON "\\udXXX" escape) cannot be held by DuckDB: it travels as a character
+# of Supplementary Private Use Area-B and is turned back on the way out.
+_SURROGATE = re.compile("[\ud800-\udfff]")
+_MASKED = re.compile("[\U00100000-\U001007ff]")
+# A trailing comma (DuckDB's JSON reader takes it, Python's does not), or a field of ours whose
+# value is neither a string nor null: such lines are left to the Python reader.
+_NOT_FAST = r",[ \t\n\r]*[\]}]|\"(?:" + "|".join(_FIELDS) + r")\"[ \t\n\r]*:[ \t\n\r]*[^\" \t\n\rn]"
+
+# One statement: every file's lines, the ones SQL reads as they are, and the others kept whole
+# for the Python reader. A line is read here when it is one JSON object with no trailing comma
+# (which DuckDB accepts and Python does not), no \u escape (lone surrogates, escaped keys), id
+# and ts strings, verdict or kind, and every field of ours a string or null (_NOT_FAST). One
+# difference is left: of a
+# key written twice in one object, json_extract reads the first and Python the last. guard's
+# writer never repeats a key and an agent cannot make it (what an agent types is in values,
+# escaped), so only a hand-edited log can tell.
+_PARSE = f"""
+CREATE TABLE parsed AS
+SELECT src, lineno, 0 AS pos,
+       CASE WHEN ok THEN NULL ELSE line END AS odd,
+       {", ".join(f"CASE WHEN ok THEN j[{i + 1}] END AS {f}" for i, f in enumerate(_FIELDS))},
+       CASE WHEN ok {{raw}} END AS raw,
+       CASE WHEN ok THEN guard_us(j[2]) END AS t_us
+FROM (
+  SELECT src, lineno, line, j,
+         coalesce(fast AND j[1] IS NOT NULL AND j[2] IS NOT NULL AND (j[3] IS NOT NULL OR j[4] IS NOT NULL), false) AS ok
+  FROM (
+    SELECT src, lineno, line, fast,
+           CASE WHEN fast THEN json_extract_string(line, {list("$." + f for f in _FIELDS)!r}) END AS j
+    FROM (
+      SELECT src, lineno, line,
+             line[1] = '{{' AND line[-1] = '}}' AND NOT contains(line, '\\u')
+               AND NOT regexp_matches(line, '{_NOT_FAST}') AND json_valid(line) AS fast
+      FROM (
+        SELECT src, lineno, CASE WHEN line[-1] = chr(13) THEN line[:-2] ELSE line END AS line
+        FROM (
+          SELECT src, unnest(generate_series(1, len(ls))) AS lineno, unnest(ls) AS line
+          FROM (
+            SELECT list_position($paths, filename) - 1 AS src, string_split(content, chr(10)) AS ls
+            FROM read_text($paths)
+          )
+        ) WHERE line <> ''
+      )
+    )
+  )
+)
+"""
+
+_MACROS = """
+CREATE OR REPLACE TEMP MACRO guard_str(x) AS
+  CASE WHEN x IS NULL OR x = 'null' THEN NULL
+       WHEN contains(x, '\\') THEN json_extract_string(x, '$')
+       ELSE x[2:-2] END;
+CREATE OR REPLACE TEMP MACRO guard_us(ts) AS
+  CASE WHEN regexp_full_match(ts, '\\d{4}-\\d\\d-\\d\\dT\\d\\d:\\d\\d:\\d\\d\\.\\d{3}Z')
+       THEN epoch_us(try_strptime(ts, '%Y-%m-%dT%H:%M:%S.%gZ')) END;
+"""
+
+
+class EngineError(Exception):
+    """A log could not be read: the message names it."""
+
+
+class DuckEngine:
+    """The logs named by ``paths`` (``-`` for ``stdin``), loaded into DuckDB and merged."""
+
+    name = "duckdb"
+
+    def __init__(
+        self,
+        paths: list[str],
+        stdin: IO[bytes],
+        *,
+        keep_raw: bool = False,
+        memory_limit: str | None = None,
+        threads: int | None = None,
+    ) -> None:
+        self._dir = tempfile.mkdtemp(prefix="guard-audit-")
+        try:
+            self.con = duckdb.connect(
+                os.environ.get("GUARD_AUDIT_DB") or os.path.join(self._dir, "audit.duckdb"),
+                config={
+                    "memory_limit": memory_limit or DEFAULT_MEMORY,
+                    "temp_directory": os.path.join(self._dir, "spill"),
+                    "preserve_insertion_order": False,
+                    "threads": threads or 2,
+                },
+            )
+            self.con.execute(_MACROS)
+            self.keep_raw = keep_raw
+            self.loaded = Loaded()
+            self._names: list[str] = []
+            self._load(paths, stdin)
+        except BaseException:
+            self.close()
+            raise
+
+    def close(self) -> None:
+        con = getattr(self, "con", None)
+        if con is not None:
+            con.close()
+            self.con = None  # type: ignore[assignment]
+        shutil.rmtree(self._dir, ignore_errors=True)
+
+    def __enter__(self) -> DuckEngine:
+        return self
+
+    def __exit__(self, *exc: object) -> None:
+        self.close()
+
+    # ------------------------------------------------------------------ reading
+
+    def _sources(self, paths: list[str], stdin: IO[bytes]) -> list[tuple[str, str]]:
+        """(name shown, file DuckDB reads) per source, in the order they were named; each file
+        DuckDB reads is named once, and by a path that is no glob pattern."""
+        out: list[tuple[str, str]] = []
+        gz: list[tuple[str, str]] = []
+        seen: set[str] = set()
+        for path in paths:
+            if path == "-":
+                spool = os.path.join(self._dir, f"stdin-{len(out)}.jsonl")
+                with open(spool, "wb") as f:
+                    shutil.copyfileobj(stdin, f, 1 << 20)
+                out.append(("<stdin>", spool))
+                continue
+            for target in files_under(path) if os.path.isdir(path) else [path]:
+                with open(target, "rb"):  # an unreadable log is named now, as the reader does
+                    pass
+                real = os.path.abspath(target)
+                if target.endswith(".gz"):
+                    real = os.path.join(self._dir, f"gz-{len(out)}.jsonl")
+                    gz.append((target, real))
+                elif real in seen or any(c in real for c in "*?[]{}"):
+                    link = os.path.join(self._dir, f"file-{len(out)}.jsonl")
+                    os.symlink(real, link)
+                    real = link
+                seen.add(real)
+                out.append((target, real))
+        if gz:
+            with ThreadPoolExecutor(max_workers=2) as pool:
+                list(pool.map(lambda pair: _gunzip(*pair), gz))
+        return out
+
+    def _load(self, paths: list[str], stdin: IO[bytes]) -> None:
+        sources = self._sources(paths, stdin)
+        self.loaded.sources = len(sources)
+        self._names = [name for name, _ in sources]
+        files = [real for _, real in sources]
+        parse = _PARSE.replace("{raw}", "THEN line" if self.keep_raw else "AND false THEN line")
+        if not files:
+            parse = parse.replace("list_position($paths, filename)", "1").replace(
+                "read_text($paths)", "(SELECT '' AS content LIMIT 0)"
+            )
+        for _ in range(len(files) + 1):
+            try:
+                self.con.execute(parse, {"paths": files} if files else {})
+                break
+            except duckdb.InvalidInputException as e:
+                bad = _not_utf8(str(e), files)
+                if bad is None:
+                    raise EngineError(str(e).splitlines()[0]) from None
+                fixed = os.path.join(self._dir, f"utf8-{files.index(bad)}.jsonl")
+                _decode_replacing(bad, fixed)
+                files[files.index(bad)] = fixed
+        self._read_odd_lines()
+        self._merge()
+
+    def _read_odd_lines(self) -> None:
+        """The lines SQL left whole, read by the Python reader; its records join the others."""
+        rows = []
+        malformed: list[tuple[int, int]] = []
+        cur = self.con.execute(
+            "SELECT src, lineno, odd FROM parsed WHERE odd IS NOT NULL ORDER BY src, lineno"
+        )
+        while batch := cur.fetchmany(10000):
+            for src, lineno, line in batch:
+                found = records_in_line(line)
+                if found is None:
+                    malformed.append((src, lineno))
+                    continue
+                for pos, rec in enumerate(found, 1):
+                    rows.append(_fallback_row(src, lineno, pos, rec, self.keep_raw))
+        if rows:
+            spool = os.path.join(self._dir, "odd.jsonl")
+            with open(spool, "w", encoding="utf-8") as f:
+                for row in rows:
+                    f.write(json.dumps(row, ensure_ascii=False) + "\n")
+            columns = {"src": "INTEGER", "lineno": "BIGINT", "pos": "INTEGER", "odd": "VARCHAR"}
+            columns.update({f: "VARCHAR" for f in _FIELDS})
+            columns.update({"raw": "VARCHAR", "t_us": "BIGINT"})
+            self.con.execute(
+                "INSERT INTO parsed BY NAME SELECT * FROM read_json(?, format = 'newline_delimited', columns = ?)",
+                [spool, columns],
+            )
+        self._odd_malformed = malformed
+
+    def _merge(self) -> None:
+        con = self.con
+        # Times in another form than the writer's: Python's reading of each distinct one.
+        others = [
+            r[0]
+            for r in con.execute(
+                "SELECT DISTINCT ts FROM parsed WHERE odd IS NULL AND t_us IS NULL"
+            ).fetchall()
+        ]
+        known = [[ts, us] for ts in others if ts is not None and (us := _python_us(ts)) is not None]
+        if known:
+            con.execute("CREATE TABLE ts_other (ts VARCHAR, us BIGINT)")
+            con.executemany("INSERT INTO ts_other VALUES (?, ?)", known)
+            con.execute(
+                "UPDATE parsed SET t_us = o.us FROM ts_other AS o"
+                " WHERE parsed.odd IS NULL AND parsed.t_us IS NULL AND parsed.ts = o.ts"
+            )
+        bad = con.execute(
+            "SELECT count(*), min({'s': src, 'l': lineno}) FROM parsed WHERE odd IS NULL AND t_us IS NULL"
+        ).fetchone()
+        firsts = list(self._odd_malformed)
+        if bad and bad[0]:
+            firsts.append((bad[1]["s"], bad[1]["l"]))
+        self.loaded.malformed = len(self._odd_malformed) + (bad[0] if bad else 0)
+        if firsts:
+            src, lineno = min(firsts)
+            self.loaded.first_malformed = f"{self._names[src]}:{lineno}"
+        # One copy of each id, the first read: the later copies are set aside by position, and
+        # as copies are few only they are sorted.
+        con.execute(
+            """
+            CREATE TABLE later_copies AS
+            SELECT src, lineno, pos FROM (
+              SELECT src, lineno, pos, row_number() OVER (PARTITION BY id ORDER BY src, lineno, pos) AS copy
+              FROM parsed
+              SEMI JOIN (
+                SELECT id FROM parsed WHERE odd IS NULL AND t_us IS NOT NULL GROUP BY id HAVING count(*) > 1
+              ) AS ids USING (id)
+              WHERE odd IS NULL AND t_us IS NOT NULL
+            ) WHERE copy > 1
+            """
+        )
+        con.execute(
+            """
+            CREATE VIEW records AS
+            SELECT * EXCLUDE (src, lineno, pos, odd), t_us / 1000000 AS t FROM parsed
+            ANTI JOIN later_copies USING (src, lineno, pos)
+            WHERE odd IS NULL AND t_us IS NOT NULL
+            """
+        )
+        self.loaded.duplicates = con.execute("SELECT count(*) FROM later_copies").fetchone()[0]
+        con.execute("CREATE VIEW kept AS SELECT * FROM records")
+
+    # ------------------------------------------------------------------ filtering
+
+    def keep(
+        self, since: float | None, until: float | None, fields: tuple[tuple[str, tuple[str, ...]], ...]
+    ) -> str:
+        """Define the view ``kept``; its WHERE clause, as SQL an operator could run."""
+        from fnmatch import fnmatchcase
+
+        where = []
+        if since is not None:
+            where.append(f"t >= {since!r}")
+        if until is not None:
+            where.append(f"t < {until!r}")
+        shown = list(where)
+        for name, patterns in fields:
+            if name not in _STRING_FIELDS:
+                raise EngineError(f"cannot filter on {name}")
+            values = [
+                r[0]
+                for r in self.con.execute(f"SELECT DISTINCT coalesce({name}, '') FROM records").fetchall()
+            ]
+            matched = [v for v in values if any(fnmatchcase(_unmask(v), p) for p in patterns)]
+            where.append(f"coalesce({name}, '') IN ({_sql_list(matched)})" if matched else "false")
+            shown.append(
+                "(" + " OR ".join(f"coalesce({name}, '') GLOB {_sql_text(p)}" for p in patterns) + ")"
+            )
+        self.con.execute(
+            "CREATE OR REPLACE VIEW kept AS SELECT * FROM records"
+            + (" WHERE " + " AND ".join(where) if where else "")
+        )
+        return " AND ".join(shown)
+
+    # ------------------------------------------------------------------ the report
+
+    def _rows(self, sql: str, params: Mapping[str, Any] | None = None) -> list[tuple]:
+        used = {k: v for k, v in (params or {}).items() if f"${k}" in sql}
+        return self.con.execute(sql, used).fetchall()
+
+    def report(self, top_n: int, window_minutes: float, rule_ids: list[str] | None) -> dict[str, Any]:
+        from guard.audit.normalise import normalise_command
+        from guard.audit.pyreport import days_between
+
+        params = {"top": top_n, "window_s": window_minutes * 60}
+        records, refusals, first, last, agents, threads = self._rows(queries.SUMMARY)[0]
+        folded: dict[str, int] = {}
+        for command, count in self._rows(queries.REFUSED_COMMANDS):
+            key = normalise_command(_unmask(command))
+            folded[key] = folded.get(key, 0) + count
+        commands = sorted(folded.items(), key=lambda kv: (-kv[1], kv[0]))[:top_n]
+        threads_rows = self._rows(queries.RETRIES, params)
+        fired = {_unmask(r[0]) for r in self._rows(queries.FIRED)}
+        never = None if rule_ids is None else [x for x in rule_ids if x not in fired]
+        per_day = {day: (r, a) for day, r, a in self._rows(queries.PER_DAY)}
+        data = {
+            "summary": {
+                "records": records,
+                "refusals": refusals,
+                "annotations": records - refusals,
+                "sources": self.loaded.sources,
+                "duplicates": self.loaded.duplicates,
+                "malformed": self.loaded.malformed,
+                "first": first,
+                "last": last,
+                "agents": agents,
+                "threads": threads,
+            },
+            "top": {
+                "rule": [{"key": k, "count": c} for k, c in self._rows(queries.TOP_RULE, params)],
+                "category": [{"key": k, "count": c} for k, c in self._rows(queries.TOP_CATEGORY, params)],
+                "command": [{"key": k, "count": c} for k, c in commands],
+            },
+            "retries": {
+                "window_minutes": window_minutes,
+                "runs": sum(r[3] for r in threads_rows),
+                "runs_with_retries": sum(r[4] for r in threads_rows),
+                "wasted": sum(r[5] for r in threads_rows),
+                "threads": [
+                    {
+                        "agent": agent,
+                        "thread": thread,
+                        "refusals": refusals_,
+                        "runs": runs,
+                        "wasted": wasted,
+                        "longest": longest,
+                        "top_category": category,
+                    }
+                    for agent, thread, refusals_, runs, _, wasted, longest, category in threads_rows
+                ],
+            },
+            "never_fired": {"known": never is not None, "rules": never or []},
+            "per_day": [
+                {"day": day, "refusals": per_day.get(n, (0, 0))[0], "annotations": per_day.get(n, (0, 0))[1]}
+                for n, day in days_between(min(per_day, default=0), max(per_day, default=-1))
+            ],
+        }
+        return _unmask_all(data)
+
+    def details(self, data: dict[str, Any], top_n: int, window_minutes: float) -> dict[str, Any]:
+        """What the HTML page shows beside the report: refusals per day and category,
+        annotations by rule, and the commands behind each row."""
+        from guard.audit.normalise import normalise_command
+        from guard.audit.pyreport import SAMPLES, day_name, top_commands
+
+        params = {"top": top_n, "window_s": window_minutes * 60}
+        per_day_category = [
+            {"day": day_name(day), "category": category, "count": count}
+            for day, category, count in self._rows(queries.PER_DAY_CATEGORY)
+        ]
+        annotations = [{"key": k, "count": c} for k, c in self._rows(queries.ANNOTATIONS_BY_RULE, params)]
+        commands: dict[str, dict[str, list[list[Any]]]] = {}
+        for kind, sql in (("rule", queries.COMMANDS_BY_RULE), ("category", queries.COMMANDS_BY_CATEGORY)):
+            wanted = {row["key"] for row in data["top"][kind]}
+            counts: dict[str, list[tuple[str, int]]] = {}
+            for key, command, count in self._rows(sql):
+                if key in wanted:
+                    counts.setdefault(key, []).append((command, count))
+            commands[kind] = {k: top_commands(v) for k, v in counts.items()}
+        wanted = {row["key"] for row in data["top"]["command"]}
+        by_form: dict[str, list[tuple[str, int]]] = {}
+        for command, count in self._rows(queries.REFUSED_COMMANDS):
+            form = normalise_command(_unmask(command))
+            if form in wanted:
+                by_form.setdefault(form, []).append((command, count))
+        commands["command"] = {k: top_commands(v) for k, v in by_form.items()}
+        shown = [t for t in data["retries"]["threads"] if t["wasted"]][:top_n]
+        self.con.execute("CREATE OR REPLACE TABLE wanted_threads (agent VARCHAR, thread VARCHAR)")
+        if shown:
+            self.con.executemany(
+                "INSERT INTO wanted_threads VALUES (?, ?)",
+                [[_mask(t["agent"]), _mask(t["thread"])] for t in shown],
+            )
+        runs: dict[str, list[list[Any]]] = {}
+        if shown:
+            for agent, thread, t, command in self._rows(queries.LONGEST_RUNS, params):
+                run = runs.setdefault(f"{agent}\0{thread}", [])
+                if len(run) < SAMPLES * 4:
+                    run.append([datetime.fromtimestamp(t, UTC).strftime("%Y-%m-%d %H:%M:%S"), command])
+        commands["thread"] = runs
+        return _unmask_all(
+            {"per_day_category": per_day_category, "annotations": annotations, "commands": commands}
+        )
+
+    def records(self) -> Iterator[Record]:
+        """The kept records in (ts, id) order, as the log holds them."""
+        cur = self.con.execute("SELECT raw FROM kept ORDER BY t, id")
+        while batch := cur.fetchmany(10000):
+            for (raw,) in batch:
+                yield json.loads(_unmask(raw))
+
+
+# --------------------------------------------------------------------------- helpers
+
+
+def _gunzip(source: str, dest: str) -> None:
+    """Decompress ``source`` to ``dest``; a file cut short keeps what it had (its torn last
+    line is then malformed, as any torn line is)."""
+    with open(dest, "wb") as out:
+        try:
+            with gzip.open(source, "rb") as f:
+                shutil.copyfileobj(f, out, 1 << 20)
+        except EOFError:
+            pass
+
+
+def _not_utf8(message: str, paths: list[str]) -> str | None:
+    if "UTF-8" not in message and "utf-8" not in message and "unicode" not in message.lower():
+        return None
+    for path in paths:
+        if f"'{path}'" in message or f"file = {path}" in message:
+            return path
+    return None
+
+
+def _decode_replacing(source: str, dest: str) -> None:
+    with open(source, "rb") as f, open(dest, "w", encoding="utf-8") as out:
+        for line in f:
+            out.write(line.decode("utf-8", "replace"))
+
+
+def _python_us(ts: str | None) -> int | None:
+    """Microseconds since the epoch for a time the SQL reader left to Python."""
+    if ts is None:
+        return None
+    try:
+        t = datetime.fromisoformat(_unmask(ts).strip())
+    except ValueError:
+        return None
+    if t.tzinfo is None:
+        t = t.replace(tzinfo=UTC)
+    delta = t - datetime(1970, 1, 1, tzinfo=UTC)
+    return (delta.days * 86400 + delta.seconds) * 1_000_000 + delta.microseconds
+
+
+def _text(value: object, falsy_is_none: bool = False) -> str | None:
+    """A field as the report reads it: a string as is, anything else as ``str()`` of it."""
+    if value is None or isinstance(value, str):
+        return None if value is None else _mask(value)
+    if falsy_is_none and not value:
+        return None
+    return _mask(str(value))
+
+
+def _fallback_row(src: int, lineno: int, pos: int, rec: Record, keep_raw: bool) -> dict[str, Any]:
+    row: dict[str, Any] = {"src": src, "lineno": lineno, "pos": pos, "odd": None}
+    for name in _FIELDS:
+        row[name] = _text(rec.get(name), falsy_is_none=name in ("agent", "thread", "category"))
+    row["raw"] = _mask(json.dumps(rec)) if keep_raw else None
+    row["t_us"] = _python_us(rec["ts"])
+    return row
+
+
+def _mask(text: str) -> str:
+    return _SURROGATE.sub(lambda m: chr(ord(m.group(0)) - 0xD800 + 0x100000), text)
+
+
+def _unmask(text: str) -> str:
+    if not isinstance(text, str):
+        return text
+    return _MASKED.sub(lambda m: chr(ord(m.group(0)) - 0x100000 + 0xD800), text)
+
+
+def _unmask_all(value: Any) -> Any:
+    if isinstance(value, str):
+        return _unmask(value)
+    if isinstance(value, list):
+        return [_unmask_all(v) for v in value]
+    if isinstance(value, dict):
+        return {_unmask(k): _unmask_all(v) for k, v in value.items()}
+    return value
+
+
+def _sql_text(text: str) -> str:
+    return "'" + text.replace("'", "''") + "'"
+
+
+def _sql_list(values: list[str]) -> str:
+    return ", ".join(_sql_text(v) for v in values)

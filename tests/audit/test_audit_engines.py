@@ -1,0 +1,68 @@
+"""Both engines give today's report byte for byte.
+
+``golden/`` holds what ``guard audit`` printed before the DuckDB engine existed (the commit that
+added it ran the previous code to write them), for the fleet fixture and for a messy log folder
+made from it: collector envelopes (Vector, Fluent Bit, OTLP), CRLF and padded lines, duplicate
+copies in other files and in gzip, times with an offset and without one, a bad time, malformed
+and torn lines, a number where a name belongs, terminal escapes and a lone surrogate, bytes that
+are not UTF-8.
+"""
+
+from __future__ import annotations
+
+import subprocess
+import sys
+from pathlib import Path
+
+import pytest
+
+REPO = Path(__file__).resolve().parents[2]
+GOLDEN = Path("tests/audit/golden")
+FLEET = Path("fixtures/audit/fleet.jsonl")
+RULES = ["--rules-list", str(GOLDEN / "rules.txt")]
+
+CASES = [
+    ("fleet.txt", [str(FLEET), *RULES]),
+    ("fleet.json", [str(FLEET), *RULES, "--json"]),
+    ("fleet.csv", [str(FLEET), "--csv"]),
+    ("fleet.records.jsonl", [str(FLEET), "--records"]),
+    (
+        "fleet-agent.txt",
+        [str(FLEET), *RULES, "--agent", "claude-*", "--since", "2026-03-03", "--until", "2026-03-06"],
+    ),
+    ("fleet-window.json", [str(FLEET), *RULES, "--window", "0.5", "--top", "3", "--json"]),
+    ("fleet-refuse-git.txt", [str(FLEET), *RULES, "--rule", "git-*", "--kind", "refusal", "--top", "25"]),
+    ("messy.txt", [str(GOLDEN / "messy"), *RULES]),
+    ("messy.json", [str(GOLDEN / "messy"), *RULES, "--json"]),
+    ("messy.csv", [str(GOLDEN / "messy"), "--csv"]),
+    ("messy.records.jsonl", [str(GOLDEN / "messy"), "--records"]),
+]
+
+
+def engines() -> list[str]:
+    try:
+        import duckdb  # noqa: F401
+    except ImportError:
+        return ["python"]
+    return ["python", "duckdb"]
+
+
+def audit(engine: str, argv: list[str]) -> subprocess.CompletedProcess[bytes]:
+    return subprocess.run(
+        [sys.executable, "-m", "guard.cli", "audit", "--engine", engine, *argv],
+        capture_output=True,
+        cwd=REPO,
+        timeout=120,
+    )
+
+
+@pytest.mark.parametrize("engine", ["python", "duckdb"])
+@pytest.mark.parametrize(("golden", "argv"), CASES, ids=[c[0] for c in CASES])
+def test_same_report_as_before(engine: str, golden: str, argv: list[str]) -> None:
+    if engine not in engines():
+        pytest.skip("DuckDB is not installed (pip install 'guard[audit]')")
+    proc = audit(engine, argv)
+    assert proc.returncode == 0, proc.stderr.decode()
+    assert proc.stdout == (REPO / GOLDEN / golden).read_bytes()
+    expected_err = (REPO / GOLDEN / "messy.err").read_bytes() if golden.startswith("messy") else b""
+    assert proc.stderr == expected_err
