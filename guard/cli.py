@@ -13,8 +13,12 @@ EXIT_USAGE = 2
 
 
 def cmd_rules(argv: list[str]) -> int:
+    if argv and argv[0] == "diff":
+        from guard.audit.rulesdiff import main as diff
+
+        return diff(argv[1:])
     if not argv or argv[0] not in ("list", "lint", "test", "-h", "--help"):
-        print("guard: usage: guard rules list|lint|test [PATH…]", file=sys.stderr)
+        print("guard: usage: guard rules list|lint|test [PATH…] | diff --old PATH… --new PATH… --commands FILE…", file=sys.stderr)
         return EXIT_USAGE
     from guard.policy import authoring
 
@@ -32,6 +36,7 @@ def main(argv: list[str] | None = None) -> None:
             "  annotate -- PROG ARGS  run a program under the stderr relay\n"
             "  audit [LOG…] [filters] report on refused-command logs\n"
             "  rules list|lint|test   inspect, validate and test rule files\n"
+            "  rules diff --old … --new … --commands …  what a rules change would refuse\n"
             "  server status|stop     the resident analysis server guard-shell uses\n"
             "  hook HOST              answer an agent host's pre-tool hook (JSON on stdin)\n"
             "  install|uninstall HOST [--scope user|project] [--print]  the host's hook entry"
