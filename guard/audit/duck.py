@@ -16,6 +16,7 @@ short.
 
 from __future__ import annotations
 
+import contextlib
 import gzip
 import json
 import os
@@ -33,6 +34,7 @@ from guard.audit import queries
 from guard.audit.read import Loaded, Record, files_under, records_in_line
 
 DEFAULT_MEMORY = "300MB"
+PIECE = 64 * 1024 * 1024  # bytes of log DuckDB reads as one value
 _FIELDS = ("id", "ts", "verdict", "kind", "rule", "category", "agent", "thread", "command", "role")
 _STRING_FIELDS = _FIELDS[2:]
 # A lone surrogate (a JSON "\\udXXX" escape) cannot be held by DuckDB: it travels as a character
@@ -71,16 +73,23 @@ FROM (
       FROM (
         SELECT src, lineno, CASE WHEN line[-1] = chr(13) THEN line[:-2] ELSE line END AS line
         FROM (
-          SELECT src, unnest(generate_series(1, len(ls))) AS lineno, unnest(ls) AS line
+          SELECT src, base + unnest(generate_series(1, len(ls))) AS lineno, unnest(ls) AS line
           FROM (
-            SELECT list_position($paths, filename) - 1 AS src, string_split(content, chr(10)) AS ls
-            FROM read_text($paths)
+            SELECT list_extract($srcs, n) AS src, list_extract($bases, n) AS base,
+                   string_split(content, chr(10)) AS ls
+            FROM (SELECT list_position($paths, filename) AS n, content FROM read_text($paths))
           )
         ) WHERE line <> ''
       )
     )
   )
 )
+"""
+
+_PARSE_NOTHING = """
+CREATE TABLE parsed (src INTEGER, lineno BIGINT, pos INTEGER, odd VARCHAR, id VARCHAR, ts VARCHAR,
+  verdict VARCHAR, kind VARCHAR, rule VARCHAR, category VARCHAR, agent VARCHAR, thread VARCHAR,
+  command VARCHAR, role VARCHAR, raw VARCHAR, t_us BIGINT)
 """
 
 _MACROS = """
@@ -115,12 +124,12 @@ class DuckEngine:
         self._dir = tempfile.mkdtemp(prefix="guard-audit-")
         try:
             self.con = duckdb.connect(
-                os.environ.get("GUARD_AUDIT_DB") or os.path.join(self._dir, "audit.duckdb"),
+                os.path.join(self._dir, "audit.duckdb"),
                 config={
                     "memory_limit": memory_limit or DEFAULT_MEMORY,
                     "temp_directory": os.path.join(self._dir, "spill"),
                     "preserve_insertion_order": False,
-                    "threads": threads or 2,
+                    "threads": threads or max(1, min(os.cpu_count() or 1, 4)),
                 },
             )
             self.con.execute(_MACROS)
@@ -147,50 +156,68 @@ class DuckEngine:
 
     # ------------------------------------------------------------------ reading
 
-    def _sources(self, paths: list[str], stdin: IO[bytes]) -> list[tuple[str, str]]:
-        """(name shown, file DuckDB reads) per source, in the order they were named; each file
-        DuckDB reads is named once, and by a path that is no glob pattern."""
-        out: list[tuple[str, str]] = []
-        gz: list[tuple[str, str]] = []
+    def _sources(self, paths: list[str], stdin: IO[bytes]) -> tuple[list[str], list[tuple[int, int, str]]]:
+        """The name of each source in the order they were named, and the pieces DuckDB reads:
+        (source, lines before the piece, file). Each file is read whole by DuckDB, so a large
+        one, standard input and a gzip file are copied into pieces of at most PIECE bytes cut
+        at a line's end; a file named twice or whose name is a glob pattern is linked anew."""
+        names: list[str] = []
+        pieces: list[tuple[int, int, str]] = []
+        copies: list[tuple[int, Any]] = []  # (source, opener)
         seen: set[str] = set()
         for path in paths:
             if path == "-":
-                spool = os.path.join(self._dir, f"stdin-{len(out)}.jsonl")
-                with open(spool, "wb") as f:
-                    shutil.copyfileobj(stdin, f, 1 << 20)
-                out.append(("<stdin>", spool))
+                names.append("<stdin>")
+                copies.append((len(names) - 1, lambda: contextlib.nullcontext(stdin)))
                 continue
             for target in files_under(path) if os.path.isdir(path) else [path]:
                 with open(target, "rb"):  # an unreadable log is named now, as the reader does
                     pass
+                names.append(target)
+                src = len(names) - 1
                 real = os.path.abspath(target)
                 if target.endswith(".gz"):
-                    real = os.path.join(self._dir, f"gz-{len(out)}.jsonl")
-                    gz.append((target, real))
-                elif real in seen or any(c in real for c in "*?[]{}"):
-                    link = os.path.join(self._dir, f"file-{len(out)}.jsonl")
-                    os.symlink(real, link)
-                    real = link
-                seen.add(real)
-                out.append((target, real))
-        if gz:
+                    copies.append((src, lambda t=target: gzip.open(t, "rb")))
+                elif os.path.getsize(real) > PIECE:
+                    copies.append((src, lambda t=real: open(t, "rb")))
+                else:
+                    if real in seen or any(c in real for c in "*?[]{}"):
+                        link = os.path.join(self._dir, f"file-{src}.jsonl")
+                        os.symlink(real, link)
+                        real = link
+                    seen.add(real)
+                    pieces.append((src, 0, real))
+
+        def copy(job: tuple[int, Any]) -> list[tuple[int, int, str]]:
+            src, opener = job
+            return [
+                (src, base, piece) for base, piece in _split(opener, os.path.join(self._dir, f"src-{src}"))
+            ]
+
+        stdin_jobs = [j for j in copies if names[j[0]] == "<stdin>"]
+        for job in stdin_jobs:  # in this thread: standard input is read once, in order
+            pieces += copy(job)
+        others = [j for j in copies if names[j[0]] != "<stdin>"]
+        if others:
             with ThreadPoolExecutor(max_workers=2) as pool:
-                list(pool.map(lambda pair: _gunzip(*pair), gz))
-        return out
+                for found in pool.map(copy, others):
+                    pieces += found
+        pieces.sort()
+        return names, pieces
 
     def _load(self, paths: list[str], stdin: IO[bytes]) -> None:
-        sources = self._sources(paths, stdin)
-        self.loaded.sources = len(sources)
-        self._names = [name for name, _ in sources]
-        files = [real for _, real in sources]
+        names, pieces = self._sources(paths, stdin)
+        self.loaded.sources = len(names)
+        self._names = names
+        files = [p for _, _, p in pieces]
+        params = {"paths": files, "srcs": [s for s, _, _ in pieces], "bases": [b for _, b, _ in pieces]}
         parse = _PARSE.replace("{raw}", "THEN line" if self.keep_raw else "AND false THEN line")
         if not files:
-            parse = parse.replace("list_position($paths, filename)", "1").replace(
-                "read_text($paths)", "(SELECT '' AS content LIMIT 0)"
-            )
+            parse = _PARSE_NOTHING
+            params = {}
         for _ in range(len(files) + 1):
             try:
-                self.con.execute(parse, {"paths": files} if files else {})
+                self.con.execute(parse, params)
                 break
             except duckdb.InvalidInputException as e:
                 bad = _not_utf8(str(e), files)
@@ -437,15 +464,38 @@ class DuckEngine:
 # --------------------------------------------------------------------------- helpers
 
 
-def _gunzip(source: str, dest: str) -> None:
-    """Decompress ``source`` to ``dest``; a file cut short keeps what it had (its torn last
+def _split(opener: Any, prefix: str) -> Iterator[tuple[int, str]]:
+    """Copy what ``opener()`` reads into files of about PIECE bytes, each ending at a line's end;
+    (lines before it, file) for each. A gzip file cut short keeps what it had (its torn last
     line is then malformed, as any torn line is)."""
-    with open(dest, "wb") as out:
-        try:
-            with gzip.open(source, "rb") as f:
-                shutil.copyfileobj(f, out, 1 << 20)
-        except EOFError:
-            pass
+    lines = 0
+    n = 0
+    buf = bytearray()
+    done = False
+    with opener() as stream:
+        while not done:
+            try:
+                block = stream.read(1 << 20)
+            except EOFError:
+                block = b""
+            done = not block
+            buf += block
+            if len(buf) < PIECE and not done:
+                continue
+            cut = len(buf) if done else buf.rfind(b"\n") + 1
+            if cut == 0:
+                continue
+            if cut or n == 0:
+                yield lines, _write(f"{prefix}-{n}.jsonl", bytes(buf[:cut]))
+                lines += buf.count(b"\n", 0, cut)
+                del buf[:cut]
+                n += 1
+
+
+def _write(path: str, data: bytes) -> str:
+    with open(path, "wb") as f:
+        f.write(data)
+    return path
 
 
 def _not_utf8(message: str, paths: list[str]) -> str | None:

@@ -10,6 +10,7 @@ are not UTF-8.
 
 from __future__ import annotations
 
+import json
 import subprocess
 import sys
 from pathlib import Path
@@ -66,3 +67,40 @@ def test_same_report_as_before(engine: str, golden: str, argv: list[str]) -> Non
     assert proc.stdout == (REPO / GOLDEN / golden).read_bytes()
     expected_err = (REPO / GOLDEN / "messy.err").read_bytes() if golden.startswith("messy") else b""
     assert proc.stderr == expected_err
+
+
+def test_large_inputs_are_read_in_pieces_with_their_line_numbers(
+    tmp_path: Path, monkeypatch: pytest.MonkeyPatch, capsysbinary: pytest.CaptureFixture[bytes]
+) -> None:
+    """A big file, a gzip file and standard input are each cut into pieces DuckDB reads whole;
+    line numbers, copies and torn lines come out as the Python engine gives them."""
+    if "duckdb" not in engines():
+        pytest.skip("DuckDB is not installed (pip install 'guard[audit]')")
+    import gzip
+    import io
+
+    from audit_records import record
+
+    from guard.audit import duck, report
+
+    monkeypatch.setattr(duck, "PIECE", 2000)
+    lines = [json.dumps(record(i * 7.0, id=f"r{i:04d}", agent=f"a{i % 3}")) for i in range(300)]
+    lines[150] = '{"id": "torn", "ts": "2026-01-0'
+    text = "\n".join(lines) + "\n" + lines[10] + "\n" + lines[20][:30]  # a copy, then a torn last line
+    (tmp_path / "big.jsonl").write_text(text)
+    with gzip.open(tmp_path / "big.jsonl.gz", "wt") as f:
+        f.write(text[: len(text) // 2])
+    stdin = text.encode()
+    outputs = {}
+    for engine in ("python", "duckdb"):
+        sys.stdin = io.TextIOWrapper(io.BytesIO(stdin))
+        try:
+            assert report.main([str(tmp_path / "big.jsonl"), "-", str(tmp_path / "big.jsonl.gz"),
+                                "--json", "--engine", engine]) == 0  # fmt: skip
+        finally:
+            sys.stdin = sys.__stdin__
+        outputs[engine] = capsysbinary.readouterr()
+    assert outputs["duckdb"] == outputs["python"]
+    data = json.loads(outputs["duckdb"].out)
+    assert data["summary"]["records"] == 299 and data["summary"]["malformed"] >= 3
+    assert outputs["duckdb"].err.decode().endswith("(first at " + str(tmp_path / "big.jsonl") + ":151)\n")
