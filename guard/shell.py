@@ -19,6 +19,8 @@ try:  # the C module: `signal` itself imports enum (~3 ms), paid on every comman
 except ImportError:  # pragma: no cover - other Pythons
     import signal  # type: ignore[no-redef]
 
+from guard.launch import original_environ, reset_signals
+
 REFUSED_STATUS = 126
 DEFAULT_REAL_SHELL = "/bin/bash"
 # The analysis of one command gets this many seconds; past it the guard's own failure policy
@@ -292,42 +294,6 @@ def _say(line: str) -> None:
 
 def real_shell() -> str:
     return os.environ.get("GUARD_REAL_SHELL") or DEFAULT_REAL_SHELL
-
-
-def original_environ() -> dict[bytes, bytes]:
-    """The environment exactly as this process received it.
-
-    Python may add variables at start-up (C locale coercion sets ``LC_CTYPE``); the real shell
-    must see what the caller passed, so read the kernel's copy when there is one.
-    """
-    try:
-        with open("/proc/self/environ", "rb") as fh:
-            raw = fh.read()
-    except OSError:
-        return dict(os.environb)
-    env: dict[bytes, bytes] = {}
-    for item in raw.split(b"\0"):
-        if b"=" in item:
-            k, v = item.split(b"=", 1)
-            env.setdefault(k, v)
-    return env
-
-
-def reset_signals() -> None:
-    """Undo what Python changed at start-up, so the real shell inherits what bash would have.
-
-    Python ignores SIGPIPE and SIGXFSZ (the caller's setting is lost; the default is the usual
-    one) and catches SIGINT only when it was not ignored (an ignored SIGINT stays ignored).
-    """
-    for name in ("SIGPIPE", "SIGXFSZ"):
-        sig = getattr(signal, name, None)
-        if sig is not None:
-            try:
-                signal.signal(sig, signal.SIG_DFL)
-            except (OSError, ValueError):
-                pass
-    if signal.getsignal(signal.SIGINT) is signal.default_int_handler:
-        signal.signal(signal.SIGINT, signal.SIG_DFL)
 
 
 def _exec_real(argv: list[bytes], env: dict[bytes, bytes]) -> int:
