@@ -64,6 +64,12 @@ MARKER = "GUARD_ANNOTATING"
 READ_SIZE = 1 << 20
 PIPE_SIZE = 1 << 20
 DRAIN_GRACE = 0.2
+# A read this large means the command writes in bulk: from then on a pipe to a pipe is spliced.
+BULK_MIN = 256 << 10
+SPLICE_F_NONBLOCK = 2
+# In bulk mode a round that moved less than BULK_MIN waits this long before the next: a line
+# is at most this much later, and the guard wakes once per pipe-full rather than per write.
+BULK_PAUSE = 0.001
 
 _FORWARDED = (
     signal.SIGHUP,
@@ -482,6 +488,8 @@ def _relay(rfd: int, pid: int, sink: _LazySink) -> _LazySink:
     # One preallocated buffer: os.read would allocate (and page-fault) a fresh 1 MiB each time.
     buf = bytearray(READ_SIZE)
     view = memoryview(buf)
+    bulk: _PipeTee | None = None
+    tried_bulk = False
     import time
 
     try:
@@ -499,7 +507,7 @@ def _relay(rfd: int, pid: int, sink: _LazySink) -> _LazySink:
                 if fd != rfd:
                     continue
                 try:
-                    n = os.readv(rfd, [buf])
+                    n = bulk.move(rfd, buf, broken) if bulk is not None else os.readv(rfd, [buf])
                 except OSError as e:
                     if e.errno in (errno.EINTR, errno.EAGAIN):
                         continue
@@ -507,18 +515,98 @@ def _relay(rfd: int, pid: int, sink: _LazySink) -> _LazySink:
                 if not n:
                     return sink
                 got_data = True
-                _write_all(2, view[:n], broken)
+                if bulk is None:
+                    _write_all(2, view[:n], broken)
+                    if n >= BULK_MIN and not tried_bulk and not broken[0]:
+                        tried_bulk = True
+                        bulk = _PipeTee.open(rfd)
                 sink.written += n
                 sink.last = buf[n - 1 : n]
                 sink.feed(buf, n)
+                if bulk is not None and n < BULK_MIN and deadline is None:
+                    time.sleep(BULK_PAUSE)  # let the pipe fill: fewer, larger rounds
             if deadline is not None and not got_data and time.monotonic() >= deadline:
                 _hand_off(rfd, broken)
                 return sink
     finally:
         view.release()
+        if bulk is not None:
+            bulk.close()
         if pidfd >= 0:
             os.close(pidfd)
         os.close(rfd)  # after a hand-off the copier holds its own copy
+
+
+class _PipeTee:
+    """Pipe to pipe without copying through the guard: ``tee(2)`` duplicates what the command's
+    pipe holds into a private pipe, ``splice(2)`` moves those same bytes on to stderr, and the
+    duplicate is read for the sink. One copy into the guard instead of two (read and write), and
+    none on the way out. Used once a read came back large (a command writing in bulk): ctypes,
+    for tee, is loaded only then. ``open`` returns None where it does not apply (stderr is not a
+    pipe, no tee) and the relay goes on reading and writing."""
+
+    def __init__(self, tee: Callable[..., int], dup_r: int, dup_w: int) -> None:
+        self._tee, self._r, self._w = tee, dup_r, dup_w
+
+    @classmethod
+    def open(cls, rfd: int) -> _PipeTee | None:
+        try:
+            if os.fstat(2).st_mode & 0o170000 != 0o010000 or not hasattr(os, "splice"):
+                return None  # stderr is not a pipe (a socket, a shared file): read and write
+            import ctypes
+            import fcntl
+
+            libc = ctypes.CDLL(None, use_errno=True)
+            tee = libc.tee
+            tee.restype = ctypes.c_ssize_t
+            tee.argtypes = (ctypes.c_int, ctypes.c_int, ctypes.c_size_t, ctypes.c_uint)
+            r, w = os.pipe2(os.O_CLOEXEC)
+        except (OSError, ImportError, AttributeError):
+            return None
+        try:
+            fcntl.fcntl(w, fcntl.F_SETPIPE_SZ, PIPE_SIZE)
+        except OSError:
+            pass  # a smaller duplicate pipe only means more rounds
+
+        def call(n: int) -> int:
+            while True:
+                k = tee(rfd, w, n, SPLICE_F_NONBLOCK)
+                if k >= 0:
+                    return int(k)
+                err = ctypes.get_errno()
+                if err != errno.EINTR:
+                    raise OSError(err, os.strerror(err))
+
+        return cls(call, r, w)
+
+    def move(self, rfd: int, buf: bytearray, broken: list[bool]) -> int:
+        """Send the next bytes of ``rfd`` (at most ``len(buf)``) to stderr and leave a copy in
+        ``buf``; the count, 0 at end of input."""
+        n = self._tee(len(buf))
+        if not n:
+            return 0
+        left = n
+        while left:  # the bytes tee just duplicated, and only those, go on to stderr
+            if broken[0]:  # no reader left: take them off the pipe all the same
+                left -= os.readv(rfd, [memoryview(buf)[: min(left, len(buf))]])
+                continue
+            try:
+                left -= os.splice(rfd, 2, left)
+            except BlockingIOError:
+                select.select([], [2], [])
+            except OSError:
+                broken[0] = True
+        got = 0
+        while got < n:
+            got += os.readv(self._r, [memoryview(buf)[got:n]])
+        return n
+
+    def close(self) -> None:
+        for fd in (self._r, self._w):
+            try:
+                os.close(fd)
+            except OSError:
+                pass
 
 
 class _Follower:

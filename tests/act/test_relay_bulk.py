@@ -1,0 +1,201 @@
+"""The relay's bulk mode, stderr a pipe: after a large read the bytes are spliced on to stderr
+(tee(2) keeps a copy for the annotator). Every byte arrives once, in order, unchanged, whatever
+the sizes, the pauses, a non-blocking or vanishing reader; the annotator sees the same lines."""
+
+from __future__ import annotations
+
+import fcntl
+import hashlib
+import os
+import random
+import select
+import subprocess
+import sys
+import threading
+import time
+from pathlib import Path
+
+import pytest
+
+from guard.act import relay
+
+REPO = Path(__file__).resolve().parents[2]
+GIT_LINE = b"fatal: could not read Username for 'https://github.com': terminal prompts disabled\n"
+PY = sys.executable
+
+WRITER = r"""
+import os, random, sys, time
+rnd = random.Random(int(sys.argv[1]))
+total = int(sys.argv[2])
+out = bytearray()
+while len(out) < total:
+    k = rnd.choice([1, 7, 4096, 65536, 300000, 1 << 20, 3 << 20])
+    chunk = rnd.randbytes(k) if rnd.random() < 0.5 else (b"line %d of the log\n" % len(out)) * (k // 20 + 1)
+    chunk = chunk[: total - len(out)]
+    view = memoryview(chunk)
+    while view:
+        view = view[os.write(2, view):]
+    out += chunk
+    if rnd.random() < 0.05:
+        time.sleep(0.01)
+tail = sys.argv[3].encode() if len(sys.argv) > 3 else b""
+os.write(2, tail)
+sys.stdout.write(str(len(out) + len(tail)))
+"""
+
+
+@pytest.fixture
+def env(tmp_path: Path) -> dict[str, str]:
+    e = dict(os.environ)
+    e.pop("GUARD_ANNOTATING", None)
+    e.update(GIT_TERMINAL_PROMPT="0", XDG_CACHE_HOME=str(tmp_path / "cache"), PYTHONPATH=str(REPO),
+             GUARD_AUDIT_LOG=str(tmp_path / "audit.jsonl"), GUARD_TREE=str(tmp_path / "tree"))
+    return e
+
+
+def _expected(seed: int, total: int, tail: bytes = b"") -> bytes:
+    """What WRITER writes for (seed, total), computed here the same way."""
+    rnd = random.Random(seed)
+    out = bytearray()
+    while len(out) < total:
+        k = rnd.choice([1, 7, 4096, 65536, 300000, 1 << 20, 3 << 20])
+        chunk = rnd.randbytes(k) if rnd.random() < 0.5 else (b"line %d of the log\n" % len(out)) * (k // 20 + 1)
+        out += chunk[: total - len(out)]
+        rnd.random()
+    return bytes(out) + tail
+
+
+def _relayed(args: list[str], env: dict[str, str], reader=None) -> tuple[bytes, int]:
+    """Run ``guard annotate -- ARGS`` with stderr a pipe we read; (stderr bytes, status)."""
+    r, w = os.pipe()
+    p = subprocess.Popen([PY, "-m", "guard.act.annotate", "--", *args], env=env, stderr=w,
+                         stdout=subprocess.DEVNULL)
+    os.close(w)
+    data = (reader or _read_all)(r)
+    os.close(r)
+    return data, p.wait(timeout=120)
+
+
+def _read_all(fd: int) -> bytes:
+    chunks = []
+    while True:
+        b = os.read(fd, 1 << 16)
+        if not b:
+            return b"".join(chunks)
+        chunks.append(b)
+
+
+@pytest.mark.parametrize("seed,total", [(1, 1), (2, relay.BULK_MIN - 1), (3, relay.BULK_MIN), (4, 5 << 20),
+                                         (5, 40 << 20)])
+def test_every_byte_once_in_order(env: dict[str, str], seed: int, total: int) -> None:
+    data, status = _relayed([PY, "-c", WRITER, str(seed), str(total)], env)
+    assert status == 0
+    want = _expected(seed, total)
+    assert len(data) == len(want) and hashlib.sha256(data).digest() == hashlib.sha256(want).digest()
+
+
+def test_the_annotator_sees_lines_after_bulk_output(env: dict[str, str]) -> None:
+    data, status = _relayed([PY, "-c", WRITER + "\nraise SystemExit(128)", "6", str(9 << 20),
+                             GIT_LINE.decode()], env)
+    assert status == 128
+    body, _, note = data.rpartition(GIT_LINE)
+    assert body == _expected(6, 9 << 20)
+    assert note.startswith(b"[guard] git could not authenticate")
+    assert note.count(b"\n") == 1
+
+
+def test_a_match_split_across_rounds_is_found(env: dict[str, str]) -> None:
+    """Bulk zeros without a newline, then the matching line written in two halves apart."""
+    script = ("import os, time\nos.write(2, bytes(3 << 20) + b'\\n')\n"
+              f"line = {GIT_LINE!r}\nos.write(2, line[:30]); time.sleep(0.05); os.write(2, line[30:])\n"
+              "raise SystemExit(128)")
+    data, status = _relayed([PY, "-c", script], env)
+    assert status == 128
+    assert data.startswith(bytes(3 << 20) + b"\n" + GIT_LINE)
+    assert b"[guard] git could not authenticate" in data[len(GIT_LINE) + (3 << 20):]
+
+
+def test_a_slow_non_blocking_reader_still_gets_everything(env: dict[str, str]) -> None:
+    def slow(fd: int) -> bytes:
+        chunks = []
+        while True:
+            time.sleep(0.002)
+            b = os.read(fd, 4096 * 7)
+            if not b:
+                return b"".join(chunks)
+            chunks.append(b)
+
+    r, w = os.pipe()
+    fcntl.fcntl(w, fcntl.F_SETFL, fcntl.fcntl(w, fcntl.F_GETFL) | os.O_NONBLOCK)
+    p = subprocess.Popen([PY, "-m", "guard.act.annotate", "--", PY, "-c", WRITER, "7", str(6 << 20)],
+                         env=env, stderr=w, stdout=subprocess.DEVNULL)
+    os.close(w)
+    data = slow(r)
+    os.close(r)
+    assert p.wait(timeout=120) == 0
+    assert data == _expected(7, 6 << 20)
+
+
+def test_a_reader_that_goes_away_ends_nothing_early(env: dict[str, str], tmp_path: Path) -> None:
+    """The reader closes after 1 MiB: the guard keeps draining the command's pipe, so the
+    command runs to its end and its status is reported."""
+    done = tmp_path / "done"
+    script = f"import os\nfor _ in range(64): os.write(2, bytes(1 << 20))\nopen({str(done)!r}, 'w').close()"
+    r, w = os.pipe()
+    p = subprocess.Popen([PY, "-m", "guard.act.annotate", "--", PY, "-c", script], env=env, stderr=w,
+                         stdout=subprocess.DEVNULL)
+    os.close(w)
+    got = 0
+    while got < (1 << 20):
+        got += len(os.read(r, 1 << 16))
+    os.close(r)
+    assert p.wait(timeout=60) == 0
+    assert done.exists()
+
+
+def test_pipe_tee_moves_exactly_what_it_copies() -> None:
+    """_PipeTee by itself: what leaves for stderr equals the copy, round by round."""
+    src_r, src_w = os.pipe()
+    out_r, out_w = os.pipe()
+    saved = os.dup(2)
+    os.dup2(out_w, 2)
+    try:
+        tee = relay._PipeTee.open(src_r)
+        assert tee is not None
+        payload = os.urandom(300000)
+        received = bytearray()
+        t = threading.Thread(target=lambda: received.extend(_read_all(out_r)))
+        t.start()
+        writer = threading.Thread(target=lambda: (os.write(src_w, payload), os.close(src_w)))
+        writer.start()
+        buf = bytearray(1 << 20)
+        copies = bytearray()
+        while True:
+            select.select([src_r], [], [])  # as the relay polls before each round
+            n = tee.move(src_r, buf, [False])
+            if not n:
+                break
+            copies += buf[:n]
+        tee.close()
+    finally:
+        os.dup2(saved, 2)
+        os.close(saved)
+        os.close(out_w)
+    writer.join()
+    t.join()
+    assert bytes(copies) == payload == bytes(received)
+
+
+def test_not_a_pipe_means_no_tee(tmp_path: Path) -> None:
+    saved = os.dup(2)
+    fd = os.open(tmp_path / "f", os.O_WRONLY | os.O_CREAT)
+    os.dup2(fd, 2)
+    try:
+        r, w = os.pipe()
+        assert relay._PipeTee.open(r) is None
+        os.close(r)
+        os.close(w)
+    finally:
+        os.dup2(saved, 2)
+        os.close(saved)
+        os.close(fd)
