@@ -2,13 +2,20 @@
 
     .venv/bin/python bench/run_all.py [--quick]
 
+Each prints its figures beside the baseline measured in the same run, and the target:
+
 - analysis_bench: in-process checks per second, median / p99 / max per command (shared corpus,
-  peers), the 1 MB and 500-deep cases;
-- shell_bench: guard-shell -c against bash -c, side by side: median added ms and ratio for a
-  trivial, a git-heavy, a python -c and a stderr-writing command, with the analysis server
-  (the default) and without it (GUARD_SERVER=0); peak RSS of guard-shell -c true;
+  peers), the 1 MB and 500-deep cases (target: >= 20,000 checks/s, p99 < 0.5 ms);
+- shell_bench: guard-shell -c against bash -c and the floor (``python -I -S -c pass`` of the same
+  interpreter): plain commands over the floor (target <= 1 ms), analysed ones over bash plus the
+  floor (target <= 4 ms), with the analysis server and without it; peak RSS;
+- path_profile: the analysed path step by step (imports, connect, peer check, worker hand-off,
+  analysis and reply, the relay's start with setpriv);
+- load_bench: 64 shells at once against one server: p50/p99 added latency (target p99 <= 3x
+  p50), failures, fallbacks (target none), the server's memory over 10,000 commands (flat);
 - relay_bench: stderr relay throughput on 1 GiB to /dev/null, a file and a pipe, each against a
-  direct redirect and a one-hop `| cat` floor; latency per line; peak RSS;
+  direct redirect and a one-hop `| cat` floor (target >= 0.9x direct for a pipe); latency per
+  line; peak RSS;
 - audit_bench: append cost, one writer and eight.
 
 Python files are byte-compiled first and the children run without PYTHONDONTWRITEBYTECODE, so a
@@ -43,8 +50,10 @@ def main() -> None:
     print(f"python {sys.version.split()[0]}, {os.cpu_count()} CPUs, load average {os.getloadavg()[0]:.1f}\n")
     runs = [
         ("analysis", [str(HERE / "analysis_bench.py")] + (["--limit", "3000"] if ns.quick else [])),
-        ("guard-shell vs bash", [str(HERE / "shell_bench.py"), "--runs", "10" if ns.quick else "30"]),
+        ("guard-shell vs bash and the floor", [str(HERE / "shell_bench.py"), "--runs", "10" if ns.quick else "30"]),
         ("agent host wrappers", [str(HERE / "wrapper_bench.py"), "--runs", "5" if ns.quick else "20"]),
+        ("analysed path, step by step", [str(HERE / "path_profile.py"), "--runs", "10" if ns.quick else "30"]),
+        ("under load", [str(HERE / "load_bench.py")] + (["--shells", "16", "--commands", "640"] if ns.quick else [])),
         ("stderr relay", [str(HERE / "relay_bench.py"), "--size", "64M" if ns.quick else "1G",
                           "--runs", "1" if ns.quick else "3"]),
         ("audit log", [str(HERE / "audit_bench.py")] + (["--records", "1000"] if ns.quick else [])),

@@ -151,6 +151,25 @@ def lock_path(sock_path: str) -> str:
     return sock_path[: -len(".sock")] + ".lock"
 
 
+def stats_path(sock_path: str) -> str:
+    return sock_path[: -len(".sock")] + ".stats"
+
+
+def answered(sock_path: str) -> int | None:
+    """How many requests the running server has answered since it started, or None."""
+    return _read_number(stats_path(sock_path))
+
+
+def _read_number(path: str) -> int | None:
+    """The number a small file of the server's starts with (its pid, its count), or None."""
+    try:
+        with open(path, "rb") as fh:
+            text = fh.read(32).strip()
+    except OSError:
+        return None
+    return int(text) if text.isdigit() else None
+
+
 def server_running(sock_path: str) -> bool:
     """Whether a server holds the lock for this socket (it does for as long as it lives)."""
     import fcntl
@@ -218,12 +237,7 @@ def server_pid(sock_path: str) -> int | None:
     """The pid of the server holding this socket's lock, or None when none is running."""
     if not server_running(sock_path):
         return None
-    try:
-        with open(lock_path(sock_path), "rb") as fh:
-            text = fh.read(32).strip()
-    except OSError:
-        return None
-    return int(text) if text.isdigit() else None
+    return _read_number(lock_path(sock_path))
 
 
 def stop_server(sock_path: str, wait: float = 5.0) -> bool:
@@ -261,7 +275,8 @@ def main(argv: list[str]) -> int:
         print("guard: server: still running after 5 s", file=sys.stderr)
         return 1
     pid = server_pid(path)
-    state = f"running, pid {pid}" if pid else "not running (the next analysed command starts it)"
+    state = f"running, pid {pid}, {answered(path) or 0} requests answered" if pid else (
+        "not running (the next analysed command starts it)")
     if not enabled(os.environ):
         state += "; GUARD_SERVER is off, so guard-shell does not use it"
     print(f"socket: {path}\nserver: {state}")

@@ -23,6 +23,7 @@ from __future__ import annotations
 
 import gc
 import os
+import select
 import signal
 import socket
 import sys
@@ -190,7 +191,7 @@ def _worker(listener: socket.socket, lock_fd: int, parent: int, files: list[str]
     os.close(lock_fd)  # the lock is the server's alone: it ends when the server does
     _die_with(parent)
     signal.pthread_sigmask(signal.SIG_UNBLOCK, _SIGNALS)  # a SIGTERM already sent lands here
-    _pre_touch()
+    _pre_touch(listener)
     while True:  # the server, not the worker, decides when the wait has been too long
         try:
             conn, _ = listener.accept()
@@ -221,17 +222,25 @@ def _die_with(parent: int) -> None:
         os._exit(1)
 
 
-def _pre_touch() -> None:
+def _pre_touch(listener: socket.socket) -> None:
+    """Run the common paths once, so a request finds those pages already copied. Only while no
+    caller waits: under load the copy-on-write faults cost a request less than this costs every
+    worker (a few analyses), so a pending connection ends it at the next step."""
     from guard import shell
 
+    steps = [lambda c=c: shell.decide(c, cwd="/", env=_warm_env()) for c in WARM_UP[:4]]
+    # and the path a request takes after forget(): rules re-read, caches rebuilt
+    steps += [forget, lambda: shell.decide(WARM_UP[0], cwd="/", env=_warm_env())]
     null = os.open(os.devnull, os.O_WRONLY)
     saved = os.dup(2)
     os.dup2(null, 2)
+    poller = select.poll()
+    poller.register(listener.fileno(), select.POLLIN)
     try:
-        for command in WARM_UP[:4]:  # the common paths; the rest stay shared until touched
-            shell.decide(command, cwd="/", env=_warm_env())
-        forget()  # and the path a request takes after forget(): rules re-read, caches rebuilt
-        shell.decide(WARM_UP[0], cwd="/", env=_warm_env())
+        for step in steps:
+            if poller.poll(0):
+                break  # a caller is waiting: serve it now
+            step()
     except Exception:  # noqa: BLE001 - only speed is at stake
         pass
     finally:
@@ -280,6 +289,8 @@ def serve(sock_path: str, lock_fd: int, files: list[str]) -> None:
     workers: set[int] = set()
     last_request = time.monotonic()
     failures = 0
+    answered = 0
+    stats = _open_stats(sock_path)
     try:
         while True:
             while len(workers) < POOL:
@@ -298,6 +309,8 @@ def serve(sock_path: str, lock_fd: int, files: list[str]) -> None:
             served, failed, leave = _reap(workers)
             if served:
                 last_request = time.monotonic()
+                answered += served
+                _write_stats(stats, answered)
             failures = 0 if served else failures + failed
             if leave or failures >= MAX_FAILURES:
                 return
@@ -308,6 +321,8 @@ def serve(sock_path: str, lock_fd: int, files: list[str]) -> None:
         except OSError:
             pass
         listener.close()
+        if stats >= 0:
+            os.close(stats)
         for pid in workers:
             try:
                 os.kill(pid, signal.SIGTERM)
@@ -315,10 +330,30 @@ def serve(sock_path: str, lock_fd: int, files: list[str]) -> None:
                 pass
 
 
-def _reap(workers: set[int]) -> tuple[bool, int, bool]:
-    """Collect every worker that ended: (one took a request, how many failed, one says the
+def _open_stats(sock_path: str) -> int:
+    """The file beside the socket that says how many requests were answered (``guard server
+    status``; the load bench checks that no command fell back), or -1."""
+    try:
+        fd = os.open(client.stats_path(sock_path), os.O_RDWR | os.O_CREAT | os.O_TRUNC | os.O_CLOEXEC, 0o600)
+    except OSError:
+        return -1
+    _write_stats(fd, 0)
+    return fd
+
+
+def _write_stats(fd: int, answered: int) -> None:
+    if fd >= 0:
+        try:
+            os.pwrite(fd, f"{answered:<20d}\n".encode(), 0)
+        except OSError:
+            pass
+
+
+def _reap(workers: set[int]) -> tuple[int, int, bool]:
+    """Collect every worker that ended: (how many took a request, how many failed, one says the
     server should leave)."""
-    served = leave = False
+    served = 0
+    leave = False
     failed = 0
     while workers:
         try:
@@ -330,7 +365,7 @@ def _reap(workers: set[int]) -> tuple[bool, int, bool]:
             break
         workers.discard(pid)
         code = os.waitstatus_to_exitcode(status)
-        served = served or code == 0
+        served += code == 0
         leave = leave or code == STALE_EXIT
         failed += code not in (0, STALE_EXIT)
     return served, failed, leave

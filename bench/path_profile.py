@@ -1,0 +1,131 @@
+"""Where an analysed command's time goes in guard-shell, step by step (medians of RUNS).
+
+    python bench/path_profile.py [--runs 30] [--shell PATH]
+
+Each step is timed on its own, the way guard-shell runs it, against the running analysis server
+(started first): the interpreter start with guard-shell's own flags (the floor), importing
+``guard.shell`` and the client, connecting, checking the listener (``SO_PEERCRED`` and three
+``/proc`` stats), waiting for a worker to take the connection (``READY``), sending the request
+and reading the reply (the worker's analysis), then the relay: importing it, and running
+``bash -c true`` under it (``setpriv`` included) against running it directly. Also the whole
+``guard-shell -c`` against ``bash -c``. The parse-heavy command of the issue is the one asked.
+"""
+
+from __future__ import annotations
+
+import argparse
+import os
+import statistics
+import subprocess
+import sys
+import tempfile
+import time
+from pathlib import Path
+
+COMMAND = 'x=$(echo hi); for i in 1 2; do sh -c "echo $x $i" | cat >/dev/null; done; eval "true"'
+
+
+def _guard_shell() -> str:
+    return str(Path(sys.executable).parent / "guard-shell")
+
+
+def _med(f, runs: int) -> float:  # type: ignore[no-untyped-def]
+    xs = []
+    for _ in range(runs):
+        t = time.perf_counter()
+        f()
+        xs.append(time.perf_counter() - t)
+    return statistics.median(xs) * 1000
+
+
+def main() -> None:
+    ap = argparse.ArgumentParser(description=__doc__.splitlines()[0])
+    ap.add_argument("--runs", type=int, default=30)
+    ap.add_argument("--shell", default=_guard_shell())
+    a = ap.parse_args()
+    with open(a.shell, "rb") as fh:
+        interp = fh.readline().decode().strip()[2:].split()
+    root = Path(tempfile.mkdtemp(prefix="path-profile-"))
+    env = {k: v for k, v in os.environ.items() if not k.startswith("GUARD_")}
+    env.update(GUARD_TREE=str(root / "tree"), GUARD_AUDIT_LOG=str(root / "audit.jsonl"))
+    os.environ.update(env)
+    from guard.serve import client, wire
+
+    sock = client.socket_path(env)
+    assert sock
+    subprocess.run([a.shell, "-c", COMMAND], env=env, capture_output=True)
+    for _ in range(100):
+        if client.server_pid(sock):
+            break
+        time.sleep(0.1)
+    time.sleep(2)
+    runs = a.runs
+    rows: list[tuple[str, float]] = []
+
+    def spawned(argv: list[str]) -> float:
+        return _med(lambda: subprocess.run(argv, env=env, cwd=root, stdout=subprocess.DEVNULL,
+                                           stderr=subprocess.DEVNULL), runs)
+
+    floor = spawned([*interp, "-c", "pass"])
+    rows.append(("interpreter start (the floor)", floor))
+    site = _site(interp[0])
+
+    def importing(modules: str) -> float:
+        return spawned([*interp, "-c", f"import sys; sys.path.insert(0, {site!r}); import {modules}"])
+
+    imp = importing("guard.shell")
+    rows.append(("import guard.shell", imp - floor))
+    imp2 = importing("guard.shell, guard.serve.client, _socket")
+    rows.append(("import the client and _socket", imp2 - imp))
+    import _socket
+
+    argv = [os.fsencode(x) for x in (a.shell, "-c", COMMAND)]
+    request = wire.encode_request(argv[1:], os.fsencode(str(root)), dict(os.environb))
+    steps = {"connect": [], "peer check": [], "worker takes it (READY)": [], "analysis and reply": []}
+    for _ in range(runs):
+        s = _socket.socket(_socket.AF_UNIX, _socket.SOCK_STREAM)
+        t0 = time.perf_counter()
+        s.connect(sock)
+        t1 = time.perf_counter()
+        ok = client.trusted_peer(s)
+        t2 = time.perf_counter()
+        ready = s.recv(1)
+        t3 = time.perf_counter()
+        s.sendall(request)
+        header = wire.recv_exact(s, 4)
+        wire.recv_exact(s, wire.frame_length(header))
+        t4 = time.perf_counter()
+        s.close()
+        assert ok and ready == wire.READY
+        for k, v in zip(steps, (t1 - t0, t2 - t1, t3 - t2, t4 - t3), strict=True):
+            steps[k].append(v * 1000)
+        time.sleep(0.02)  # let the server fork the replacement, as between an agent's commands
+    for k, v in steps.items():
+        rows.append((k, statistics.median(v)))
+    from guard.act import relay
+
+    rel = importing("guard.shell, guard.act.relay")
+    rows.append(("import the relay", rel - imp))
+    under = _med(lambda: relay.run(["/bin/bash", "-c", "true"], dict(os.environ, GUARD_ANNOTATING="")), runs)
+    plain = _med(lambda: subprocess.run(["/bin/bash", "-c", "true"]), runs)
+    rows.append(("bash -c true spawned by Python, waited for", plain))
+    rows.append(("the same under the relay (setpriv, pipes, threads)", under))
+    rows.append(("  of which the relay's own start", under - plain))
+    whole_g = spawned([a.shell, "-c", COMMAND])
+    whole_b = spawned(["/bin/bash", "-c", COMMAND])
+    rows.append(("guard-shell -c (whole)", whole_g))
+    rows.append(("bash -c (whole)", whole_b))
+    rows.append(("over bash plus the floor", whole_g - whole_b - floor))
+    print(f"analysed-path profile, {runs} runs each, medians; load average {os.getloadavg()[0]:.1f}")
+    for name, ms in rows:
+        print(f"  {name:<52}{ms:>8.2f} ms")
+    client.stop_server(sock)
+
+
+def _site(python: str) -> str:
+    prefix = python.rpartition("/")[0].rpartition("/")[0]
+    return f"{prefix}/lib/python{sys.version_info[0]}.{sys.version_info[1]}/site-packages"
+
+
+if __name__ == "__main__":
+    main()
