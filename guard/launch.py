@@ -102,8 +102,10 @@ def plain_command(args: "Sequence[str]", env: dict[bytes, bytes]) -> bool:
         return False
     from guard.precheck import trivially_allowed
 
-    names = {k.decode("latin-1") for k in env if k.startswith(b"BASH_FUNC_")}
-    return bool(trivially_allowed(text, env=dict.fromkeys(names, ""), shadowed=()))
+    # the whole environment, as guard.shell passes it: the pre-check may read more than the
+    # exported functions (which rule layers are in force, for one)
+    strenv = {k.decode("utf-8", "surrogateescape"): v.decode("utf-8", "surrogateescape") for k, v in env.items()}
+    return bool(trivially_allowed(text, env=strenv, shadowed=()))
 
 
 def real_shell(env: dict[bytes, bytes]) -> bytes:
