@@ -50,7 +50,8 @@ def env() -> dict[str, str]:
     e = dict(os.environ)
     e.pop("GUARD_ANNOTATING", None)
     e["GIT_TERMINAL_PROMPT"] = "0"  # the credential rules are live, as in a sandbox
-    e["PYTHONPATH"] = str(REPO) + os.pathsep + e.get("PYTHONPATH", "")
+    if not (Path(PY).parent / "guard").exists():  # a checkout: the module from it
+        e["PYTHONPATH"] = str(REPO) + os.pathsep + e.get("PYTHONPATH", "")
     return e
 
 

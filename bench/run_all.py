@@ -39,7 +39,15 @@ HERE = Path(__file__).resolve().parent
 def main() -> None:
     ap = argparse.ArgumentParser(description=__doc__.splitlines()[0])
     ap.add_argument("--quick", action="store_true")
+    ap.add_argument("--relay-size", default=None, help="bytes per relay run (default 1G; --quick 64M)")
+    ap.add_argument("--load-commands", type=int, default=None, help="commands of the load bench (default 10000)")
+    ap.add_argument("--runs", type=int, default=None, help="runs per case of the shell benches (default 30)")
     ns = ap.parse_args()
+    runs_n = str(ns.runs or (10 if ns.quick else 30))
+    relay_size = ns.relay_size or ("64M" if ns.quick else "1G")
+    load = ["--commands", str(ns.load_commands)] if ns.load_commands else []
+    if ns.quick:
+        load = ["--shells", "16", "--commands", str(ns.load_commands or 640)]
     import guard
 
     pkg = Path(guard.__file__).resolve().parent
@@ -50,11 +58,11 @@ def main() -> None:
     print(f"python {sys.version.split()[0]}, {os.cpu_count()} CPUs, load average {os.getloadavg()[0]:.1f}\n")
     runs = [
         ("analysis", [str(HERE / "analysis_bench.py")] + (["--limit", "3000"] if ns.quick else [])),
-        ("guard-shell vs bash and the floor", [str(HERE / "shell_bench.py"), "--runs", "10" if ns.quick else "30"]),
+        ("guard-shell vs bash and the floor", [str(HERE / "shell_bench.py"), "--runs", runs_n]),
         ("agent host wrappers", [str(HERE / "wrapper_bench.py"), "--runs", "5" if ns.quick else "20"]),
-        ("analysed path, step by step", [str(HERE / "path_profile.py"), "--runs", "10" if ns.quick else "30"]),
-        ("under load", [str(HERE / "load_bench.py")] + (["--shells", "16", "--commands", "640"] if ns.quick else [])),
-        ("stderr relay", [str(HERE / "relay_bench.py"), "--size", "64M" if ns.quick else "1G",
+        ("analysed path, step by step", [str(HERE / "path_profile.py"), "--runs", runs_n]),
+        ("under load", [str(HERE / "load_bench.py"), *load]),
+        ("stderr relay", [str(HERE / "relay_bench.py"), "--size", relay_size,
                           "--runs", "1" if ns.quick else "3"]),
         ("audit log", [str(HERE / "audit_bench.py")] + (["--records", "1000"] if ns.quick else [])),
     ]
