@@ -18,8 +18,8 @@ from pathlib import Path
 import pytest
 
 from guard.act import relay
+from tests.act import test_annotate_relay
 
-REPO = Path(__file__).resolve().parents[2]
 GIT_LINE = b"fatal: could not read Username for 'https://github.com': terminal prompts disabled\n"
 PY = sys.executable
 
@@ -44,13 +44,7 @@ sys.stdout.write(str(len(out) + len(tail)))
 """
 
 
-@pytest.fixture
-def env(tmp_path: Path) -> dict[str, str]:
-    e = dict(os.environ)
-    e.pop("GUARD_ANNOTATING", None)
-    e.update(GIT_TERMINAL_PROMPT="0", XDG_CACHE_HOME=str(tmp_path / "cache"), PYTHONPATH=str(REPO),
-             GUARD_AUDIT_LOG=str(tmp_path / "audit.jsonl"), GUARD_TREE=str(tmp_path / "tree"))
-    return e
+env = test_annotate_relay.env  # the relay tests' environment: credential rules live, a private cache
 
 
 def _expected(seed: int, total: int, tail: bytes = b"") -> bytes:
