@@ -362,6 +362,16 @@ def _shift(c: _Call) -> None:
         st.positional = st.positional[n:]
 
 
+def _hash(c: _Call) -> None:
+    """``hash -p PATH NAME``: NAME now runs PATH."""
+    argv, st = c.argv, c.st
+    if "-r" in argv[1:]:
+        st.hashed.clear()
+    for k, a in enumerate(argv[1:-1], start=1):
+        if a == "-p" and k + 2 < len(argv):
+            st.hashed[argv[k + 2]] = argv[k + 1]
+
+
 _HANDLERS = {
     "cd": _cd,
     "pushd": _pushd,
@@ -372,6 +382,7 @@ _HANDLERS = {
     "set": _set,
     "shift": _shift,
     "printf": _printf,
+    "hash": _hash,
     "read": _read,
     "mapfile": _mapfile,
     "readarray": _mapfile,

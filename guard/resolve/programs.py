@@ -70,6 +70,8 @@ def run(
     if prog == "eval":
         w.string(" ".join(argv[1:]), st, fr, "eval")
         return argv
+    if prog == "trap":
+        _trap(w, argv, st, fr)
     if prog in ("source", ".") and len(argv) > 1:
         text, why = read_script(argv[1], st, cwd, stdin)
         if text is None:
@@ -115,6 +117,10 @@ def identity(argv: tuple[str, ...], st: State, cwd: str, env: dict[str, str | No
     if base in NAMED or not name:
         return None
     full = None
+    if "/" not in name and name in st.hashed:
+        name = st.hashed[name]  # hash -p /usr/bin/git g: g runs git
+        if basename(name) in NAMED:
+            return (basename(name), *argv[1:]), f"hash {argv[0]}"
     if "/" in name:
         full = paths.join(cwd, name, _home(st))
     elif st.renamed:
@@ -177,6 +183,22 @@ def remember_copies(argv: tuple[str, ...], st: State) -> None:
         where = dest_full.rstrip("/") + "/" + basename(src) if many else dest_full
         if UNKNOWN not in where:
             st.renamed[where] = ident
+
+
+def _trap(w: Walker, argv: tuple[str, ...], st: State, fr: Frame) -> None:
+    """``trap 'CMD' EXIT ERR DEBUG …``: bash runs CMD later in the same shell."""
+    i = 1
+    while i < len(argv) and argv[i] in ("-p", "-l", "-P", "--"):
+        if argv[i] != "--":
+            return  # prints, runs nothing
+        i += 1
+        break
+    if len(argv) - i < 2 or argv[i] in ("", "-"):
+        return  # trap SIG resets; trap '' SIG ignores
+    if UNKNOWN in argv[i]:
+        w.sink.note("trap: runs code built at run time, not analysed")
+        return
+    w.string(argv[i], st.copy(), fr, "trap")
 
 
 def _git_alias(

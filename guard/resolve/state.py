@@ -47,6 +47,7 @@ class State:
     noglob: bool = False  # set -f
     failed: bool = False  # the last builtin is known to have failed (cd to a missing folder)
     cd_target: str = ""  # where that cd meant to go
+    hashed: dict[str, str] = field(default_factory=dict)  # hash -p PATH NAME: NAME runs PATH
     renamed: dict[str, str] = field(default_factory=dict)  # path → program copied or linked there
     given: tuple[str, ...] = ()  # folders known to exist: the tree roots and the starting cwd
     made: set[str] = field(default_factory=set)  # folders mkdir made earlier in the command
@@ -71,6 +72,7 @@ class State:
             made=self.made,
             given=self.given,
             renamed=self.renamed,
+            hashed=dict(self.hashed),
             ran=self.ran,
         )
 

@@ -43,6 +43,7 @@ from guard.resolve.words import (
 from guard.resolve.wrappers import basename
 
 OUTPUT_OPS = frozenset({">", ">>", ">|", "&>", "&>>", "<>"})
+LATER_CODE = frozenset({"PROMPT_COMMAND", "PS0", "PS1", "PS2", "PS4"})
 
 
 PIPE_TO_STAGES = 32
@@ -169,6 +170,8 @@ class Walker:
                 value = (old if isinstance(old, str) else old[0] if isinstance(old, list) and old else
                          "" if name in st.vars and isinstance(old, list) else UNKNOWN) + value
             assigned[name] = value
+            if name in LATER_CODE:
+                self.later_code(name, value, st, fr)
         writes: tuple[str, ...] = ()
         if n.redirects:
             writes, in_stdin = self.redirect_effects(n.redirects, st, fr, refs)
@@ -219,6 +222,13 @@ class Walker:
         if label:
             fr = Frame(fr.via + (label,), fr.depth, fr.lang)
         final = programs.run(self, tuple(argv), st, fr, env, stdin, writes, refs, n.pos)
+        if head in builtins.DECLARE:
+            for a in argv[1:]:
+                var, eq, val = a.partition("=")
+                if eq and var in LATER_CODE:
+                    self.later_code(var, val, st, fr)
+        elif head == "[[" or head == "((" or head == "let":
+            self.arith_operands(head, argv, st, fr, refs)
         # after the emit, so `cd X` itself runs where it was typed
         st.failed = False
         builtins.apply(argv, st, stdin, env, lambda text: self.compound(text, st, fr))
@@ -253,11 +263,22 @@ class Walker:
 
     def alias(self, n: Simple, name: str, st: State, fr: Frame) -> tuple[str, ...] | None:
         value = st.aliases.pop(name)  # bash does not expand an alias inside itself
-        rest = " ".join(w.raw for w in n.words[1:])
+        text, k, used = value, 1, [(name, value)]
+        # an alias ending in a blank makes bash alias-expand the next word too (alias s='sudo ')
+        while text[-1:] in (" ", "\t") and k < len(n.words):
+            nxt = n.words[k].literal
+            if nxt is None or nxt not in st.aliases or n.words[k].raw != nxt:
+                break
+            more = st.aliases.pop(nxt)
+            used.append((nxt, more))
+            text += more
+            k += 1
+        rest = " ".join(w.raw for w in n.words[k:])
         try:
-            self.string(value + (" " + rest if rest else ""), st, fr, f"alias {name}")
+            self.string(text + (" " + rest if rest else ""), st, fr, f"alias {name}")
         finally:
-            st.aliases.setdefault(name, value)
+            for a, v in used:
+                st.aliases.setdefault(a, v)
         return None
 
     def call_function(self, name: str, argv: list[str], st: State, fr: Frame, stdin: str | None) -> None:
@@ -322,6 +343,35 @@ class Walker:
         st.files = inner.files
         return out
 
+    def later_code(self, name: str, value: object, st: State, fr: Frame) -> None:
+        """``PROMPT_COMMAND`` is run by bash before each prompt, and the prompts ``PS0``-``PS4``
+        are expanded again (``PS4`` under ``set -x``): their commands are the command's too."""
+        values = value if isinstance(value, list) else [value]
+        for v in values:
+            if not isinstance(v, str) or not v:
+                continue
+            if name == "PROMPT_COMMAND":
+                self.string(v, st.copy(), fr, name)
+            else:
+                Expander(st.copy(), self.hooks(Frame(fr.via + (name,), fr.depth, fr.lang)), []).string_of(v)
+
+    def arith_operands(self, head: str, argv: list[str], st: State, fr: Frame, refs: list[str]) -> None:
+        """``[[ $n -gt 0 ]]``, ``(( … ))`` and ``let``: bash evaluates the operands as arithmetic,
+        so a variable holding ``a[$(cmd)]`` runs cmd."""
+        ex = Expander(st, self.hooks(fr), refs)
+        if head == "[[":
+            ops = {"-eq", "-ne", "-lt", "-le", "-gt", "-ge"}
+            for k, a in enumerate(argv):
+                if a in ops:
+                    for operand in (argv[k - 1] if k > 1 else "", argv[k + 1] if k + 1 < len(argv) else ""):
+                        if operand and not operand.lstrip("-").isdigit():
+                            ex.arith_text(operand)
+        elif head == "((":
+            ex.arith_text(" ".join(argv[1:-1] if argv[-1:] == ["))"] else argv[1:]))
+        else:
+            for a in argv[1:]:
+                ex.arith_text(a)
+
     def hooks(self, fr: Frame) -> Hooks:
         return Hooks(lambda s, state: self.subst(s, state, fr), _lex)
 
@@ -367,6 +417,10 @@ class Walker:
         """``a[i]=v``: the subscript is evaluated (and any ``$(…)`` in it run) as bash does."""
         ex = Expander(st, self.hooks(fr), refs)
         text = ex.string_of(index)  # expanded first: a $(…) in the subscript runs
+        if name in ("BASH_ALIASES", "BASH_CMDS") and UNKNOWN not in text:
+            # bash's alias and command-hash tables, written directly
+            (st.aliases if name == "BASH_ALIASES" else st.hashed)[text] = value
+            return
         key = text if isinstance(st.vars.get(name), Assoc) or UNKNOWN in text else ex.arith_text(text)
         set_element(st, name, None if UNKNOWN in key else key, value)
 
