@@ -155,7 +155,8 @@ def git_repository(inv: Invocation, r: Reading, world: World) -> dict:
         if "--global" in flags:
             facts["config_scope"] = "global"
             xdg = env.get("XDG_CONFIG_HOME")
-            dest = paths.join("/", home) + "/.gitconfig" if not xdg else xdg + "/git/config"
+            owner = env.get("HOME") or home  # HOME=/workspace/app git config --global: the file lands there
+            dest = paths.join("/", owner) + "/.gitconfig" if not xdg else xdg + "/git/config"
         elif "--system" in flags:
             facts["config_scope"] = "system"
             dest = "/etc/gitconfig"
@@ -166,6 +167,12 @@ def git_repository(inv: Invocation, r: Reading, world: World) -> dict:
                     dest = val
         else:
             facts["config_scope"] = "local"
+    if sub in ("clone", "init"):
+        for j, a in enumerate(rest):  # --separate-git-dir puts the repository itself there
+            sep = rest[j + 1] if a == "--separate-git-dir" and j + 1 < len(rest) else (
+                a.split("=", 1)[1] if a.startswith("--separate-git-dir=") else None)
+            if sep and where(paths.real(paths.join(base, sep, home)), world) == "tree":
+                dest = sep
     if dest is not None:
         full = paths.real(paths.join(base, dest, home))
         facts["dest"] = where(full, world)

@@ -72,6 +72,10 @@ def _cd_target(arg: str, c: _Call) -> str | None:
     then the name itself), None when the folder is known not to exist."""
     st = c.st
     home = _home(st)
+    if st.links:
+        from guard.resolve.programs import relink
+
+        arg = relink(arg, st)
     local = paths.real(paths.join(st.cwd, arg, home))
     cdpath = c.env.get("CDPATH") if "CDPATH" in c.env else st.vars.get("CDPATH")
     if isinstance(cdpath, str) and cdpath and not arg.startswith(("/", "./", "../", "~")) and arg not in (".", ".."):

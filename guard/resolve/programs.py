@@ -7,7 +7,7 @@ import os
 import re
 
 from guard import paths
-from guard.ir import UNKNOWN
+from guard.ir import UNKNOWN, Invocation
 from guard.resolve import files, sourced
 from guard.resolve.inline import analyze_inline, interpreter_lang  # not an import per command
 from guard.resolve.state import Frame, State
@@ -143,6 +143,92 @@ def identity(argv: tuple[str, ...], st: State, cwd: str, env: dict[str, str | No
     return None
 
 
+def relink(arg: str, st: State) -> str:
+    """A path through a symlink ``ln -s`` made earlier in the command, as the target it names
+    (``ln -sfn /workspace/app /tmp/wa && git -C /tmp/wa commit``); other words unchanged."""
+    if "/" not in arg or UNKNOWN in arg:
+        return arg
+    full = paths.join(st.cwd, arg, _home(st)) if not arg.startswith("-") else None
+    if full is None:
+        return arg
+    for link, target in st.links.items():
+        if full == link or full.startswith(link + "/"):
+            return target + full[len(link):]
+    return arg
+
+
+def archive_copy(left: Invocation, right: Invocation, home: str) -> tuple[list[str], str] | None:
+    """(sources, destination) when ``left | right`` copies files: tar create to stdout into tar
+    extract from stdin, or find's start points into ``cpio -p DEST``."""
+    lp, rp = left.program, right.program
+    if lp == "tar" and rp == "tar":
+        c, x = _tar(left.argv), _tar(right.argv)
+        if c is None or x is None or c[0] != "c" or x[0] != "x" or c[1] != "-" or x[1] != "-":
+            return None
+        src_dir = paths.join(left.cwd, c[2], home) if c[2] else left.cwd
+        dest = paths.real(paths.join(right.cwd, x[2], home)) if x[2] else right.cwd
+        return [paths.join(src_dir, o, home) for o in c[3]], dest
+    if lp == "find" and rp == "cpio":
+        flags = [a for a in right.argv[1:] if a.startswith("-")]
+        ops = [a for a in right.argv[1:] if not a.startswith("-")]
+        if not any("p" in f[1:] for f in flags if not f.startswith("--")) and "--pass-through" not in flags or not ops:
+            return None
+        starts = [a for a in left.argv[1:] if not a.startswith("-") and not a.startswith(("(", "!"))][:1] or ["."]
+        srcs = []
+        for a in left.argv[1:]:
+            if a.startswith("-") or a in ("(", "!"):
+                break
+            srcs.append(paths.join(left.cwd, a, home))
+        return srcs or [paths.join(left.cwd, starts[0], home)], paths.real(paths.join(right.cwd, ops[-1], home))
+    return None
+
+
+def _tar(argv: tuple[str, ...]) -> tuple[str, str, str, list[str]] | None:
+    """(mode c/x, archive file, -C dir, operands) of a tar command line."""
+    mode = file = ""
+    cdir = ""
+    ops: list[str] = []
+    i = 1
+    first = True
+    while i < len(argv):
+        a = argv[i]
+        val = argv[i + 1] if i + 1 < len(argv) else ""
+        if a in ("--create", "--extract", "--get"):
+            mode = "c" if a == "--create" else "x"
+        elif a in ("-C", "--directory"):
+            cdir, i = val, i + 1
+        elif a.startswith("--directory="):
+            cdir = a.split("=", 1)[1]
+        elif a in ("--file",):
+            file, i = val, i + 1
+        elif a.startswith("--file="):
+            file = a.split("=", 1)[1]
+        elif a.startswith("--"):
+            pass
+        elif a.startswith("-") or (first and a[:1].isalpha() and set(a) <= set("cxtrufvzjJpPoOhkCaSWGmq")):
+            letters = a.lstrip("-")
+            for k, ch in enumerate(letters):
+                if ch in "cx":
+                    mode = ch
+                elif ch == "f":
+                    file = letters[k + 1:] or val
+                    if not letters[k + 1:]:
+                        i += 1
+                    break
+                elif ch == "C":
+                    cdir = letters[k + 1:] or val
+                    if not letters[k + 1:]:
+                        i += 1
+                    break
+        else:
+            ops.append(a)
+        first = False
+        i += 1
+    if not mode:
+        return None
+    return mode, file or "-", cdir, ops
+
+
 def remember_copies(argv: tuple[str, ...], st: State) -> None:
     """``cp /usr/bin/git /tmp/g``, ``ln -s $(which git) /tmp/bin/g``, ``install``, ``mv``: the
     destination runs the same program, so a later ``/tmp/g push`` is git push."""
@@ -171,8 +257,18 @@ def remember_copies(argv: tuple[str, ...], st: State) -> None:
         sources, dest = ops, target_dir
     home = _home(st)
     dest_full = paths.join(st.cwd, dest, home)
-    many = len(sources) > 1 or target_dir is not None or dest.endswith("/") or os.path.isdir(dest_full)
+    no_deref = any(a in ("-n", "-T", "--no-dereference", "--no-target-directory") or
+                   (a.startswith("-") and not a.startswith("--") and set(a[1:]) & {"n", "T"}) for a in argv[1:])
+    many = len(sources) > 1 or target_dir is not None or dest.endswith("/") or (
+        os.path.isdir(dest_full) and not no_deref)
+    symlink = basename(argv[0]) == "ln" and any(
+        a == "--symbolic" or (a.startswith("-") and not a.startswith("--") and "s" in a[1:]) for a in argv[1:])
     for src in sources:
+        if symlink and UNKNOWN not in dest_full:
+            where = dest_full.rstrip("/") + "/" + basename(src) if many else dest_full
+            target = paths.real(paths.join(where.rsplit("/", 1)[0] or "/", src, home)) if not src.startswith("/") else paths.real(src)
+            if UNKNOWN not in target:
+                st.links[where] = target
         src_full = paths.join(st.cwd, src, home)
         ident = st.renamed.get(src_full) or basename(src)
         if UNKNOWN in ident or ident not in NAMED:

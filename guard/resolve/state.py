@@ -47,6 +47,7 @@ class State:
     noglob: bool = False  # set -f
     failed: bool = False  # the last builtin is known to have failed (cd to a missing folder)
     cd_target: str = ""  # where that cd meant to go
+    links: dict[str, str] = field(default_factory=dict)  # symlinks ln -s made earlier: path → target
     hashed: dict[str, str] = field(default_factory=dict)  # hash -p PATH NAME: NAME runs PATH
     renamed: dict[str, str] = field(default_factory=dict)  # path → program copied or linked there
     given: tuple[str, ...] = ()  # folders known to exist: the tree roots and the starting cwd
@@ -73,6 +74,7 @@ class State:
             given=self.given,
             renamed=self.renamed,
             hashed=dict(self.hashed),
+            links=self.links,
             ran=self.ran,
         )
 

@@ -54,6 +54,7 @@ class Walker:
         self.ctx = ctx
         self.sink = sink
         self.stdin_used: str | None = None  # what the last simple command read on stdin
+        self.last_env: dict[str, str | None] = {}  # the assignments in front of the last simple command
         self.reads: list[str] = []  # input-redirection paths of the simple command being walked
 
     # ------------------------------------------------------------------ nodes
@@ -122,8 +123,9 @@ class Walker:
             # each stage of a multi-stage pipeline runs in a subshell in bash
             sub = st.copy() if len(n.commands) > 1 else st
             self.stdin_used = flow
+            self.last_env = {}
             argv = self.node(cmd, sub, fr, flow)
-            flow = programs.output_of(argv, self.stdin_used, sub) if argv is not None else None
+            flow = programs.output_of(argv, self.stdin_used, _with_env(sub, self.last_env)) if argv is not None else None
             if len(n.commands) > 1:
                 st.files = sub.files
         # tell each stage what its output is piped into (the next PIPE_TO_STAGES stages: enough
@@ -140,7 +142,20 @@ class Walker:
                 inv = invs[k]
                 if inv.via == invs[stage_starts[s]].via:
                     invs[k] = _with(inv, pipe_to=later)
+        for s in range(len(n.commands) - 1):
+            if stage_starts[s] < stage_starts[s + 1] < stage_starts[s + 2]:
+                self.archive_pipe(invs[stage_starts[s]], invs[stage_starts[s + 1]], st, fr)
         return flow
+
+    def archive_pipe(self, left: Invocation, right: Invocation, st: State, fr: Frame) -> None:
+        """``tar -C /tmp -cf - r | tar -C DEST -xf -`` and ``find r | cpio -pdm DEST`` copy files
+        as ``cp -r`` does: said so, a copy of a clone with its .git is seen as one."""
+        copy = programs.archive_copy(left, right, str(st.vars.get("HOME") or "/root"))
+        if copy is None:
+            return
+        sources, dest = copy
+        self.emit(("cp", "-r", *sources, dest), st, Frame(fr.via + (f"{left.program} | {right.program}",), fr.depth, fr.lang),
+                  {}, None, (), [], right.pos, program="cp", cwd=right.cwd)
 
     def simple(self, n: Simple, st: State, fr: Frame, stdin: str | None) -> tuple[str, ...] | None:
         outer_reads, self.reads = self.reads, []
@@ -204,6 +219,9 @@ class Walker:
             # every word expanded to nothing (e.g. "$EMPTY"): nothing runs
             return None
         env = {k: (v if isinstance(v, str) else None) for k, v in assigned.items()} if assigned else {}
+        self.last_env = env
+        if st.links:
+            argv = [programs.relink(a, st) for a in argv]
         # aliases apply to the first word when it was written as a plain literal
         first = n.words[0]
         literal = first.literal if st.aliases else None  # no aliases (the usual case): no lookup
@@ -338,8 +356,9 @@ class Walker:
         if isinstance(body, Pipeline):
             out = self.pipeline(body, inner, sub_fr, None)
         else:
+            self.last_env = {}
             argv = self.node(body, inner, sub_fr)
-            out = programs.output_of(argv, None, inner) if isinstance(body, Simple) and argv else None
+            out = programs.output_of(argv, None, _with_env(inner, self.last_env)) if isinstance(body, Simple) and argv else None
         st.files = inner.files
         return out
 
@@ -504,6 +523,15 @@ class Walker:
                 cloned=tuple(st.cloned),
             )
         )
+
+
+def _with_env(st: State, env: dict[str, str | None]) -> State:
+    """``st`` as the command saw it with its prefix assignments (``TMPDIR=… mktemp -d``)."""
+    if not env:
+        return st
+    view = st.copy()
+    view.vars.update(env)
+    return view
 
 
 def _lex(text: str) -> Word:
