@@ -72,6 +72,9 @@ def run(
         return argv
     if prog == "trap":
         _trap(w, argv, st, fr)
+    if prog in _READS_COMMANDS:
+        for label, code in commands_read(argv, st, cwd, stdin):
+            w.string(code, _child(st, cwd, env), fr, label)
     if prog in ("source", ".") and len(argv) > 1:
         text, why = read_script(argv[1], st, cwd, stdin)
         if text is None:
@@ -279,6 +282,57 @@ def remember_copies(argv: tuple[str, ...], st: State) -> None:
         where = dest_full.rstrip("/") + "/" + basename(src) if many else dest_full
         if UNKNOWN not in where:
             st.renamed[where] = ident
+
+
+_READS_COMMANDS = frozenset({"at", "batch", "ed", "red", "ex", "vim", "vi", "nvim", "view", "make", "gmake"})
+_EDITOR_SHELL = re.compile(r"^\s*:?\s*[.,$%'a-z0-9+-]*\s*(?:r|read|w|write)?\s*!(?!!)(.+)$")
+
+
+def commands_read(argv: tuple[str, ...], st: State, cwd: str, stdin: str | None) -> list[tuple[str, str]]:
+    """Shell code a program runs from what it reads: ``at``/``batch`` run their input (or
+    ``-f FILE``), ``ed``/``ex``/``vim -es`` run ``!cmd`` lines (from stdin or ``-c``), and
+    ``make -f -`` / ``make --eval`` run the recipes of the makefile text they are given."""
+    prog = basename(argv[0])
+    out: list[tuple[str, str]] = []
+    if prog in ("at", "batch"):
+        if any(a in ("-l", "-r", "-d", "-c", "-V") for a in argv[1:]):
+            return out
+        code = stdin
+        for k, a in enumerate(argv[1:-1], start=1):
+            if a == "-f":
+                code = read_script(argv[k + 1], st, cwd)
+        if code:
+            out.append((prog, code))
+        return out
+    if prog in ("make", "gmake"):
+        texts: list[str] = []
+        for k, a in enumerate(argv[1:], start=1):
+            if a in ("-f", "--file", "--makefile") and argv[k + 1:k + 2] == ("-",) and stdin:
+                texts.append(stdin)
+            elif a.startswith("--eval="):
+                texts.append(a.split("=", 1)[1])
+            elif a == "--eval" and k + 1 < len(argv):
+                texts.append(argv[k + 1])
+        for text in texts:
+            for line in text.split("\n"):
+                if line.startswith("\t") and line.strip():
+                    out.append((f"{prog} recipe", line.strip().lstrip("@+-")))
+        return out
+    lines: list[str] = []
+    for k, a in enumerate(argv[1:], start=1):
+        if (a == "-c" or (a[:1] == "-" and a[1:2] != "-" and a.endswith("c"))) and k + 1 < len(argv):
+            lines.append(argv[k + 1])  # -c CMD, also clustered (ex -sc CMD)
+        elif a.startswith("+") and len(a) > 1:
+            lines.append(a[1:])
+    scripted = prog in ("ed", "red", "ex") or any(a[:1] == "-" and a[1:2] != "-" and set(a[1:]) & set("esE")
+                                                   for a in argv[1:])
+    if scripted and stdin:
+        lines.extend(stdin.split("\n"))
+    for line in lines:
+        m = _EDITOR_SHELL.match(line)
+        if m and m.group(1).strip():
+            out.append((f"{prog} !", m.group(1)))
+    return out
 
 
 def _trap(w: Walker, argv: tuple[str, ...], st: State, fr: Frame) -> None:

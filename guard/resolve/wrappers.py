@@ -326,7 +326,103 @@ def _runner(via: str, skip: int = 2, with_arg: set[str] = frozenset(), long_arg:
     return h
 
 
+def _npm_exec(argv: tuple[str, ...]) -> Inner | None:
+    """``npx -c CMD``, ``npm exec -c CMD`` (a shell line), ``npm exec -- CMD``, ``npx CMD``,
+    ``pnpm exec CMD``, ``pnpm dlx CMD``, ``yarn exec CMD``, ``bunx CMD``: CMD runs."""
+    prog = basename(argv[0])
+    i = 1
+    if prog in ("npm", "pnpm", "yarn", "bun"):
+        if len(argv) < 2 or argv[1] not in ("exec", "x", "dlx"):
+            return None
+        i = 2
+    via = f"{prog} {argv[1]}" if i == 2 else prog
+    with_arg = {"-p", "--package", "-w", "--workspace", "--call", "-c", "--filter", "-C", "--dir"}
+    while i < len(argv):
+        a = argv[i]
+        if a in ("-c", "--call") and i + 1 < len(argv):
+            return Inner(f"{via} -c", shell=argv[i + 1])
+        if a.startswith("--call="):
+            return Inner(f"{via} -c", shell=a.split("=", 1)[1])
+        if a == "--":
+            i += 1
+            break
+        if not a.startswith("-"):
+            break
+        i += 2 if (a in with_arg and "=" not in a) else 1
+    return Inner(via, argv[i:]) if i < len(argv) else None
+
+
+def _tool_runner(via: str, sub: str | None, with_arg: set[str]):
+    """``uvx [--from P] CMD``, ``pipx run [--spec P] CMD``: the named command runs."""
+
+    def h(argv: tuple[str, ...]) -> Inner | None:
+        start = 1
+        if sub is not None:
+            if argv[1:2] != (sub,):
+                return None
+            start = 2
+        i = _skip_opts(argv, start, with_arg, with_arg)
+        return Inner(via, argv[i:]) if i < len(argv) else None
+
+    return h
+
+
+def _tmux(argv: tuple[str, ...]) -> Inner | None:
+    """``tmux new-session -d 'CMD'`` (and new-window, split-window, respawn-pane) runs CMD in a
+    shell; ``tmux send-keys 'CMD' Enter`` types it into one."""
+    i = _skip_opts(argv, 1, {"-L", "-S", "-f", "-T"})
+    if i >= len(argv):
+        return None
+    sub = argv[i]
+    if sub in ("new-session", "new", "new-window", "neww", "split-window", "splitw", "respawn-pane", "respawnp",
+               "respawn-window", "respawnw"):
+        j = _skip_opts(argv, i + 1, {"-c", "-e", "-F", "-n", "-s", "-t", "-x", "-y", "-l", "-f"})
+        rest = argv[j:]
+        if not rest:
+            return None
+        return Inner(f"tmux {sub}", shell=rest[0] if len(rest) == 1 else " ".join(_q(a) for a in rest))
+    if sub in ("send-keys", "send"):
+        j = _skip_opts(argv, i + 1, {"-t", "-N"})
+        typed = []
+        for k in argv[j:]:
+            typed.append("\n" if k in ("Enter", "C-m", "KPEnter") else k)
+        text = "".join(t if t == "\n" else t + ("" if t.endswith(" ") else " ") for t in typed)
+        return Inner("tmux send-keys", shell=text) if text.strip() else None
+    return None
+
+
+def _screen(argv: tuple[str, ...]) -> Inner | None:
+    """``screen -dm CMD ARGS``, ``screen -S s -X stuff 'CMD\n'``: CMD runs."""
+    i = 1
+    while i < len(argv):
+        a = argv[i]
+        if a == "-X" and i + 2 < len(argv) and argv[i + 1] == "stuff":
+            typed = argv[i + 2].replace("\\r", "\n").replace("\\n", "\n").replace("^M", "\n")
+            return Inner("screen stuff", shell=typed)
+        if a in ("-S", "-c", "-e", "-h", "-p", "-T", "-t", "-s", "-Logfile", "-r", "-x", "-X") or (
+                len(a) > 2 and a[0] == "-" and a[-1] in "ScehpTts"):
+            i += 2
+            continue
+        if not a.startswith("-"):
+            return Inner("screen", argv[i:])
+        i += 1
+    return None
+
+
 WRAPPERS: dict[str, Callable[[tuple[str, ...]], Inner | None]] = {
+    "npx": _npm_exec,
+    "npm": _npm_exec,
+    "pnpm": _npm_exec,
+    "yarn": _npm_exec,
+    "bun": _npm_exec,
+    "bunx": _npm_exec,
+    "uvx": _tool_runner("uvx", None, {"--from", "--with", "--python", "-p", "--index-url"}),
+    "pipx": _tool_runner("pipx run", "run", {"--spec", "--python", "--index-url", "--pip-args"}),
+    "strace": _simple("strace", {"-e", "-o", "-p", "-s", "-u", "-E", "-a", "-b", "-I", "-O", "-P", "-S", "-X"}),
+    "ltrace": _simple("ltrace", {"-e", "-o", "-p", "-s", "-u", "-n", "-a", "-A", "-D", "-F", "-l", "-x"}),
+    "ssh-agent": _simple("ssh-agent", {"-a", "-E", "-t", "-P", "-O"}),
+    "tmux": _tmux,
+    "screen": _screen,
     "command": _command,
     "builtin": _simple("builtin"),
     "exec": _exec,
