@@ -447,8 +447,8 @@ def http_facts(inv: Invocation, meaning: str, world: World) -> dict:
 
 # ----------------------------------------------------------------------------- tokens
 
-TOKENISH = re.compile(r"token|secret|github|\bgh|pat\b|_pat|key|auth|cred|passw", re.I)
-TOKEN_PATTERNS = re.compile(r"gh[pousr]_|github_pat_")
+TOKENISH = re.compile(r"token|\btok|secret|github|\bgh|pat\b|_pat|key|auth|cred|passw", re.I)
+TOKEN_PATTERNS = re.compile(r"gh[pousr]_|gh\[[a-z]+\]_|github_pat_")
 SEARCHERS = frozenset({"grep", "egrep", "fgrep", "rg", "ag", "ack", "awk", "gawk", "sed", "findstr", "sort", "jq"})
 ENV_DUMPERS = frozenset({"env", "printenv", "set", "export", "declare", "typeset", "compgen"})
 CRED_RE = re.compile(
@@ -495,6 +495,18 @@ def token_facts(inv: Invocation, world: World) -> dict:
     if prog in SEARCHERS or (prog == "git" and "grep" in args[:3]):
         if any(TOKEN_PATTERNS.search(a) for a in args):
             facts["token_grep"] = True
+        elif any("oauth_token" in a for a in args) and any(
+                paths.join(inv.cwd, a, world.home).rstrip("/") in (world.home.rstrip("/"), world.home.rstrip("/") + "/.config")
+                for a in args if not a.startswith("-")):
+            facts["token_grep"] = True  # gh keeps its token as oauth_token in ~/.config/gh/hosts.yml
+    if prog == "find":
+        from fnmatch import fnmatchcase
+
+        for k, a in enumerate(args[:-1]):
+            if a in ("-path", "-wholename", "-ipath", "-name", "-iname"):
+                pat = args[k + 1]
+                if re.search(r"cred|netrc|hosts|environ|gh", pat) and any(fnmatchcase(t, pat if "path" in a or "whole" in a else "*/" + pat) for t in _cred_paths(world.home)):
+                    facts["cred_store"] = True
     return facts
 
 

@@ -72,6 +72,8 @@ def run(
         return argv
     if prog == "trap":
         _trap(w, argv, st, fr)
+    if prog == "curl" and any(a in ("-K", "--config") or a.startswith(("--config=", "-K")) for a in argv[1:]):
+        argv = curl_config(argv, st, cwd, stdin)
     if prog in _READS_COMMANDS:
         for label, code in commands_read(argv, st, cwd, stdin):
             w.string(code, _child(st, cwd, env), fr, label)
@@ -333,6 +335,54 @@ def commands_read(argv: tuple[str, ...], st: State, cwd: str, stdin: str | None)
         if m and m.group(1).strip():
             out.append((f"{prog} !", m.group(1)))
     return out
+
+
+def curl_config(argv: tuple[str, ...], st: State, cwd: str, stdin: str | None) -> tuple[str, ...]:
+    """``curl -K FILE`` with the options FILE holds put in its place: a file the command wrote,
+    a heredoc or here-string (``-K -``), a ``<(…)``, or one on disk."""
+    out: list[str] = [argv[0]]
+    i = 1
+    while i < len(argv):
+        a = argv[i]
+        path = None
+        if a in ("-K", "--config") and i + 1 < len(argv):
+            path, i = argv[i + 1], i + 2
+        elif a.startswith("--config="):
+            path, i = a.split("=", 1)[1], i + 1
+        elif a.startswith("-K") and len(a) > 2 and not a.startswith("--"):
+            path, i = a[2:], i + 1
+        else:
+            out.append(a)
+            i += 1
+            continue
+        text = stdin if path == "-" else read_script(path, st, cwd)
+        if text is None:
+            out.extend(("--config", path))
+            continue
+        out.extend(_curl_config_options(text))
+    return tuple(out)
+
+
+_CURL_CFG = re.compile(r"""^\s*(-{0,2}[A-Za-z0-9][\w-]*)\s*(?:[=:]\s*|\s+|$)(.*?)\s*$""")
+
+
+def _curl_config_options(text: str) -> list[str]:
+    opts: list[str] = []
+    for line in text.splitlines()[:500]:
+        if not line.strip() or line.lstrip().startswith("#"):
+            continue
+        m = _CURL_CFG.match(line)
+        if not m:
+            continue
+        name, value = m.group(1), m.group(2)
+        if not name.startswith("-"):
+            name = ("-" if len(name) == 1 else "--") + name
+        if len(value) >= 2 and value[0] == value[-1] == '"':
+            value = value[1:-1].replace('\\"', '"').replace("\\\\", "\\")
+        opts.append(name)
+        if value:
+            opts.append(value)
+    return opts
 
 
 def _trap(w: Walker, argv: tuple[str, ...], st: State, fr: Frame) -> None:

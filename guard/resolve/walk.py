@@ -203,6 +203,8 @@ class Walker:
                     argv.append(expand_one(w, st, hooks, refs, assign=True))
                 else:
                     argv.extend(expand_word(w, st, hooks, refs))
+            if head != "[[" and any(a[:1] == "-" and "p" in a for a in argv[1:]):
+                refs.extend(a for a in argv[1:] if a.isidentifier())  # declare -p GH_TOKEN prints it
         else:
             for w in n.words:
                 field = literal_field(w)

@@ -24,6 +24,15 @@ MAX_FINDINGS = 1_000
 
 
 
+def _only_counted(n, q: str) -> bool:  # type: ignore[no-untyped-def]
+    """``Object.keys(process.env).length``: a count of the variables reads no value and no name."""
+    parent = n.parent
+    if q not in ("Object.keys", "Object.values", "Object.entries") or parent is None:
+        return False
+    prop = parent.child_by_field_name("property") if parent.type == "member_expression" else None
+    return prop is not None and prop.text == b"length"
+
+
 @dataclass(frozen=True, slots=True)
 class Ref:
     qual: str
@@ -497,7 +506,7 @@ class _Analyzer:
         if r is None:
             return
         q = r.qual
-        if q in _DUMPERS:
+        if q in _DUMPERS and not _only_counted(n, q):
             for a in args:
                 if self.bare_env(a, 0):
                     self.add(n, kind="token", var="*", detail=f"process.env passed to {q}")
@@ -708,6 +717,12 @@ class _Analyzer:
             return True
         if n.type in {"member_expression", "subscript_expression"} and self.is_env(n.child_by_field_name("object")):
             return False
+        if n.type == "member_expression" and n.named_children and n.named_children[0].type == "call_expression":
+            prop = n.child_by_field_name("property")
+            fn = n.named_children[0].child_by_field_name("function")
+            if prop is not None and prop.text == b"length" and fn is not None and fn.text in (
+                    b"Object.keys", b"Object.values", b"Object.entries"):
+                return False  # Object.keys(process.env).length: a count, no name or value
         return any(self.bare_env(c, depth + 1) for c in n.named_children)
 
 

@@ -768,4 +768,30 @@ def analyze_oneliner(lang: str, source: str) -> tuple[list[Finding], list[str]]:
         return [], [f"{lang}: program too large, not analysed"]
     r = _Reader(lang, toks)
     r.run()
-    return r.findings, r.notes
+    return r.findings + _env_reads(lang, source), r.notes
+
+
+_ENV_READ = {
+    "perl": re.compile(r"""\$ENV\{\s*['"]?(\w+)['"]?\s*\}"""),
+    "ruby": re.compile(r"""ENV(?:\[|\.fetch\(|\.key\?\(|\.include\?\()\s*['"](\w+)['"]"""),
+    "php": re.compile(r"""(?:getenv\(|\$_ENV\[|\$_SERVER\[)\s*['"](\w+)['"]"""),
+    "awk": re.compile(r"""ENVIRON\[\s*"(\w+)"\s*\]"""),
+}
+_ENV_WHOLE = {
+    "perl": re.compile(r"keys\s*\(?\s*%ENV|each\s*\(?\s*%ENV|values\s*\(?\s*%ENV|%ENV\s*\)"),
+    "ruby": re.compile(r"ENV\.(?:keys|to_h|to_a|each|select|filter|find|grep|map)"),
+    "php": re.compile(r"getenv\(\s*\)|\$_ENV\b(?!\[)"),
+    "awk": re.compile(r"in\s+ENVIRON\b"),
+}
+_HUNT = re.compile(r"token|secret|github|\bgh|_pat|auth|cred", re.I)
+
+
+def _env_reads(lang: str, source: str) -> list[Finding]:
+    """Environment reads a Perl/Ruby/PHP/awk program makes: named ones (``$ENV{GH_TOKEN}``), and
+    a walk over the whole environment looking for a credential (``grep /TOKEN/, keys %ENV``)."""
+    out = [Finding(kind="token", var=m.group(1), detail=f"{lang} environment read")
+           for m in _ENV_READ[lang].finditer(source) if _HUNT.search(m.group(1))] if lang in _ENV_READ else []
+    whole = _ENV_WHOLE.get(lang)
+    if whole is not None and whole.search(source) and _HUNT.search(source):
+        out.append(Finding(kind="token", var="*", detail=f"{lang} environment searched"))
+    return out[:50]

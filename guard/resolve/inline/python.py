@@ -714,6 +714,9 @@ class _Analyzer:
                 self.add(node, kind="token", var=v, detail=q)
             elif not isinstance(v, str):
                 self.note(node, "environment variable name not constant")
+        elif q == "netrc.netrc":  # reads ~/.netrc (or the file named), the credential store
+            v = self.arg(node, 0, ("file",), env)
+            self.add(node, kind="argv", argv=("cat", v if isinstance(v, str) else "~/.netrc"), detail="netrc.netrc")
         elif q in {"os.environ.items", "os.environ.keys", "os.environ.values", "os.environ.copy"}:
             pass  # whole-environment iteration is reported by check_env_iteration
         elif q.startswith(("git.", "dulwich.", "pygit2.")):
