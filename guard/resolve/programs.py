@@ -302,7 +302,7 @@ def commands_read(argv: tuple[str, ...], st: State, cwd: str, stdin: str | None)
         code = stdin
         for k, a in enumerate(argv[1:-1], start=1):
             if a == "-f":
-                code = read_script(argv[k + 1], st, cwd)
+                code = read_script(argv[k + 1], st, cwd, stdin)[0]
         if code:
             out.append((prog, code))
         return out
@@ -355,7 +355,7 @@ def curl_config(argv: tuple[str, ...], st: State, cwd: str, stdin: str | None) -
             out.append(a)
             i += 1
             continue
-        text = stdin if path == "-" else read_script(path, st, cwd)
+        text = stdin if path == "-" else read_script(path, st, cwd, stdin)[0]
         if text is None:
             out.extend(("--config", path))
             continue
