@@ -2,7 +2,11 @@
 
 The first steps replay the thread that motivated guard (a private repository, a credential
 failure, read probes in a tree with no .git, a private dependency); the rest are the tricks
-agents try once a plain ``git push`` is refused, and ordinary work that must pass.
+agents try once a plain ``git push`` is refused, and ordinary work that must pass. For the two
+allowed steps that fail in the field, the stderr the real tools print (recorded against the
+test suite's loopback server: fixtures/stderr/git-ls-remote-private-git2.39.5.txt and
+pip-git-url-pip26.3.txt, with the server's URL put back to the field report's) is replayed
+through the annotator, so the demo shows what guard-shell appends, not a promise.
 """
 
 from __future__ import annotations
@@ -37,6 +41,41 @@ STEPS: tuple[tuple[str, str], ...] = (
 )
 
 
+PRIVATE = "https://github.com/acme/private-lib.git"
+
+# What git 2.39.5 and pip 26.3 wrote to stderr (fixtures/stderr/, the loopback URL replaced).
+RECORDED: dict[str, str] = {
+    f"git ls-remote {PRIVATE}": "fatal: could not read Username for 'https://github.com': terminal prompts disabled\n",
+    f"pip install git+{PRIVATE}": (
+        f"  Running command git clone --filter=blob:none --quiet {PRIVATE} /tmp/pip-req-build-m32vakji\n"
+        "  fatal: could not read Username for 'https://github.com': terminal prompts disabled\n"
+        "  error: subprocess-exited-with-error\n"
+        "  \n"
+        f"  × git clone --filter=blob:none --quiet {PRIVATE} /tmp/pip-req-build-m32vakji did not run successfully.\n"
+        "  │ exit code: 128\n"
+        "  ╰─> No available output.\n"
+        "  \n"
+        "  note: This error originates from a subprocess, and is likely not a problem with pip.\n"
+        f"ERROR: Failed to build 'git+{PRIVATE}' when git clone --filter=blob:none --quiet {PRIVATE} "
+        "/tmp/pip-req-build-m32vakji\n"
+    ),
+}
+
+
+def replay(command: str, verdict: object, env: dict[str, str], cwd: str) -> tuple[str, str] | None:
+    """(the recorded stderr, what the annotator appends to it) for ``command``, or None."""
+    stderr = RECORDED.get(command)
+    if stderr is None:
+        return None
+    from guard.act.annotate import Annotator, facts_from_verdict, load_rules
+
+    facts = facts_from_verdict(verdict)
+    ann = Annotator(load_rules(None, env=env), env=env, in_tree=facts.in_tree, programs=facts.programs,
+                    argvs=facts.argvs, command=command, cwd=cwd, audit=False)
+    ann.feed(stderr.encode())
+    return stderr, ann.finish(1).decode()
+
+
 def main(argv: list[str]) -> int:
     from guard.engine import analyze
 
@@ -63,8 +102,17 @@ def main(argv: list[str]) -> int:
             if v.verdict == "refuse":
                 for line in textwrap.wrap(v.message or "", min(width, 100) - 9):
                     print(" " * 9 + line)
-            elif "ls-remote" in command or "git+" in command:
-                print(" " * 9 + "allowed: if it fails for want of a credential, guard-shell appends an explanation.")
+            else:
+                shown = replay(command, v, env, app)
+                if shown is not None:
+                    stderr, notes = shown
+                    print(" " * 9 + "its real stderr, then what guard-shell appends:")
+                    for line in stderr.splitlines():
+                        print(" " * 9 + "│ " + line)
+                    for line in notes.splitlines():
+                        wrapped = textwrap.wrap(line, min(width, 100) - 11, break_on_hyphens=False, break_long_words=False)
+                        for i, part in enumerate(wrapped):
+                            print(" " * 9 + ("│ " if i == 0 else "│   ") + part)
         print(f"\n{refused} of {len(STEPS)} refused. Try: guard explain 'alias g=git; g push'")
         return 0
     finally:

@@ -324,7 +324,7 @@ def _relay_runner() -> object | None:
     return getattr(relay, "run", None)
 
 
-def launch(args: list[bytes], command: str | None, plain: bool = False) -> int:
+def launch(args: list[bytes], command: str | None, plain: bool = False, verdict: object | None = None) -> int:
     """Run the real shell with bash arguments ``args`` and return its status.
 
     ``$0`` of the real shell is its own path (``GUARD_REAL_SHELL``), as when it is called by
@@ -342,6 +342,7 @@ def launch(args: list[bytes], command: str | None, plain: bool = False) -> int:
             {os.fsdecode(k): os.fsdecode(v) for k, v in env.items()},
             command=command,
             mirror_signal=True,
+            verdict=verdict,  # what classify knew: the annotator's programs, argv and tree
         )
     )
 
@@ -619,7 +620,7 @@ def run(args: list[str]) -> int:
         decision = served_decision(args, text, cwd, parsed) or guard_command(text, cwd, parsed)
         if decision.action == "refuse":
             return REFUSED_STATUS
-        return launch(argv, text, plain=decision.plain)
+        return launch(argv, text, plain=decision.plain, verdict=decision.verdict)
     if parsed.mode == "script":
         try:
             text = _read_script(parsed.operand or "")
@@ -631,9 +632,10 @@ def run(args: list[str]) -> int:
             return launch(argv, None)
         if text is None:  # unreadable or missing: bash reports it in its own words
             return launch(argv, None)
-        if guard_command(text, _cwd(), parsed).action == "refuse":
+        decision = guard_command(text, _cwd(), parsed)
+        if decision.action == "refuse":
             return REFUSED_STATUS
-        return launch(argv, text)
+        return launch(argv, text, verdict=decision.verdict)
     # stdin
     try:
         os.fstat(0)
@@ -645,10 +647,11 @@ def run(args: list[str]) -> int:
         return interactive_session(parsed)
     data = _read_all(0)
     text = data.decode("utf-8", "surrogateescape")
-    if guard_command(text, _cwd(), parsed).action == "refuse":
+    decision = guard_command(text, _cwd(), parsed)
+    if decision.action == "refuse":
         return REFUSED_STATUS
     _replace_stdin(data)
-    return launch(argv, text)
+    return launch(argv, text, verdict=decision.verdict)
 
 
 def main() -> None:

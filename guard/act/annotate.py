@@ -11,9 +11,11 @@ from __future__ import annotations
 
 import os
 
+from guard.record import dataclass
+
 TYPE_CHECKING = False
 if TYPE_CHECKING:  # typing, collections.abc and re cost ~2-7 ms each on the command path
-    from collections.abc import Collection, Iterable, Mapping, Sequence
+    from collections.abc import Callable, Collection, Iterable, Mapping, Sequence
     from typing import Any
 
 
@@ -100,71 +102,132 @@ def _components(path: str) -> list[str]:
 # --------------------------------------------------------------------------- rendering
 
 
-def _clean(value: bytes | str) -> str:
+_URL_SRC = (
+    r"(?:[a-z][a-z0-9+.-]*://[^\s'\"`<>()\[\]{}#]+"  # scheme://… up to a quote, bracket or #fragment
+    r"|[\w.-]+@[\w.-]+:(?!//)[^\s'\"`<>()\[\]{}#]+)"  # scp-like user@host:path
+)
+_SSH_SCHEMES = ("ssh", "git+ssh", "ssh+git")
+
+
+def _decode(value: bytes | str) -> str:
     text = value.decode("utf-8", "replace") if isinstance(value, bytes) else value
-    text = _rx("CONTROL").sub("", text).strip()
-    text = _rx("USERINFO").sub(lambda m: m.group(1), text)  # never echo a user name or a token
-    return text[:MAX_CAPTURE]
+    return _rx("CONTROL").sub("", text).strip()[:MAX_CAPTURE]
 
 
-def _host(url: str) -> str | None:
+def _clean(value: bytes | str) -> str:
+    text = _decode(value)
+    return _rx("USERINFO").sub(lambda m: m.group(1), text)  # never echo a user name or a token
+
+
+def clean_url(raw: bytes | str) -> str | None:
+    """A URL as a message may show it: cut at a quote, bracket, backtick or ``#`` (pip's
+    ``#egg=``), without a ``git+`` prefix or trailing punctuation and slash; a user name and
+    password dropped, except an ssh URL's user (``git@``), which ssh needs. None if not a URL."""
     import re
 
-    m = re.match(r"^[a-z][a-z0-9+.-]*://(?:[^/@]*@)?([^/:?#]+)", url, re.I) or re.match(
+    m = re.search(_URL_SRC, _decode(raw), re.I)
+    if not m:
+        return None
+    url = m.group(0)
+    if url.lower().startswith("git+") and "://" in url:
+        url = url[4:]
+    url = url.rstrip(".,;:!?/")
+    scheme = url.split("://", 1)[0].lower() if "://" in url else "ssh"
+    if scheme in _SSH_SCHEMES:
+        url = re.sub(r"^([a-z+]+://[^/@:]*)(?::[^/@]*)?@", r"\1@", url, flags=re.I)  # keep user, drop a password
+    else:
+        url = _rx("USERINFO").sub(lambda mm: mm.group(1), url)
+    return url or None
+
+
+def url_host(url: str) -> str | None:
+    import re
+
+    m = re.match(r"^[a-z][a-z0-9+.-]*://(?:[^/@]*@)?(\[[^\]]*\]|[^/:?#]+)", url, re.I) or re.match(
         r"^[\w.-]+@([\w.-]+):", url
     )
     return m.group(1) if m else None
 
 
-def _repo(url: str) -> str | None:
+_host = url_host
+
+
+def url_path(url: str) -> str:
     import re
 
     path = re.sub(r"^[a-z][a-z0-9+.-]*://[^/]*", "", url, flags=re.I)
-    path = re.sub(r"^[\w.-]+@[\w.-]+:", "", path).split("?")[0].split("#")[0].rstrip("/")
-    name = path.rsplit("/", 1)[-1]
+    path = re.sub(r"^[\w.-]+@[\w.-]+:", "", path)
+    return path.split("?")[0].split("#")[0].strip("/")
+
+
+def names_repository(url: str) -> bool:
+    """Whether ``url`` names a repository, not only ``scheme://host`` (git's prompt errors)."""
+    return bool(url_path(url))
+
+
+def _repo(url: str) -> str | None:
+    name = url_path(url).rsplit("/", 1)[-1]
     if name.endswith(".git"):
         name = name[:-4]
     return name or None
 
 
-def _refine_url(url: str, command: str) -> str:
-    """git names only scheme://host in its prompt error; the command usually has the whole URL."""
-    base = _rx("USERINFO").sub(lambda m: m.group(1), url).rstrip("/")
-    if not base:
-        return url
-    for m in _rx("URL").finditer(command):
-        cand = _clean(m.group(0).strip("'\""))
-        plain = _rx("USERINFO").sub(lambda mm: mm.group(1), cand)
-        for prefix in ("git+", ""):
-            if plain.startswith(prefix + base) and len(plain) > len(prefix + base):
-                return plain[len(prefix) :]
-    return url
+def command_urls(argvs: Iterable[Sequence[str]], command: str = "") -> list[str]:
+    """Every URL the command line names (``git+`` requirements included), in order, once."""
+    import re
+
+    words: list[str] = [w for argv in argvs for w in argv]
+    if not words and command:
+        words = [command]
+    out: list[str] = []
+    for w in words:
+        for m in re.finditer(_URL_SRC, w, re.I):
+            url = clean_url(m.group(0))
+            if url and url not in out:
+                out.append(url)
+    return out
 
 
-def _command_url(command: str, host: str | None) -> str | None:
-    """The first URL in the command (on ``host`` when given), for rules that capture none."""
-    for m in _rx("URL").finditer(command):
-        cand = _clean(m.group(0).strip("'\""))
-        if cand.startswith("git+"):
-            cand = cand[4:]
-        if host is None or _host(cand) == host:
-            return cand
-    return None
+def choose_url(found: Sequence[str], from_command: Sequence[str]) -> tuple[str | None, str | None]:
+    """(repository URL or None, host or None) from the URLs the output named and those of the
+    command line. The output's own repository URL wins; a host-only URL (git's credential
+    prompt) is completed from the command line only when exactly one repository URL there is on
+    that host; otherwise the repository is unknown and None is returned for it, never a guess."""
+    repos = [u for u in found if names_repository(u)]
+    if repos:
+        return repos[-1], url_host(repos[-1])
+    host = url_host(found[-1]) if found else None
+    cands = [u for u in from_command if names_repository(u) and (host is None or url_host(u) == host)]
+    distinct = {u.removesuffix(".git") for u in cands}
+    if len(distinct) == 1:
+        return cands[0], url_host(cands[0])
+    return None, host
 
 
-def render(rule: StderrRule, captures: Mapping[str, bytes | str], *, command: str = "", program: str = "") -> str:
-    """The annotation text (without the prefix) for ``rule`` with its pattern's captures."""
-    values = {k: _clean(v) for k, v in captures.items()}
-    if values.get("url"):
-        values["url"] = _refine_url(values["url"], command)
-    else:
-        found = _command_url(command, values.get("host"))
-        if found:
-            values["url"] = found
-    url = values.get("url")
+def render(
+    rule: StderrRule,
+    captures: Mapping[str, bytes | str],
+    *,
+    command: str = "",
+    program: str = "",
+    argvs: Sequence[Sequence[str]] = (),
+    urls: Sequence[bytes | str] = (),
+) -> str:
+    """The annotation text (without the prefix) for ``rule`` with its patterns' captures.
+
+    ``{url}`` is the repository's URL when the output or the command line names it, else a plain
+    placeholder saying it is not known (``<URL of the repository on HOST>``); ``{host}`` and
+    ``{repo}`` derive from it."""
+    values = {k: _clean(v) for k, v in captures.items() if k != "url"}
+    found = [u for u in (clean_url(x) for x in (*urls, *([captures["url"]] if "url" in captures else []))) if u]
+    url, host = choose_url(found, command_urls(argvs, command))
+    host = host or values.get("host")
     if url:
-        values.setdefault("host", _host(url) or "")
-        values.setdefault("repo", _repo(url) or "")
+        values["url"] = url
+        values["repo"] = _repo(url) or ""
+    else:
+        values["url"] = f"<URL of the repository on {host}>" if host else "<URL of the repository>"
+    values["host"] = host or "the server"
     values.setdefault("program", program)
 
     class _Fill(dict[str, str]):
@@ -175,37 +238,188 @@ def render(rule: StderrRule, captures: Mapping[str, bytes | str], *, command: st
     return rule.message.format_map(_Fill(filled))
 
 
+# --------------------------------------------------------------------------- reassembly
+
+TAIL = 64 << 10  # the end of stderr looked at again, cleaned and reassembled, when the command ends
+WRAP = 80  # the width rich, miette and friends wrap at without a terminal
+SLACK = 6
+
+
+def normalise(data: bytes, width: int = WRAP) -> bytes:
+    """``data`` without terminal escapes, each wrapped line followed by the line it was before
+    wrapping: the text the tool meant, with every real line start kept.
+
+    A line continues the one before when its first word would not have fitted there
+    (``len(before) + 1 + len(word) > width``) and it is indented to where the text of the line
+    it continues starts after any box drawing (pnpm's and pip's boxes, rich's wrapping). The
+    physical lines stay (a false join costs nothing: a pattern anchored at a line start still
+    finds its real line start), and the joined line comes after them; it stops growing at 16
+    widths.
+    """
+    import re
+
+    text = re.sub(rb"\x1b\[[0-?]*[ -/]*[@-~]|\x1b\][^\x07\x1b]*(?:\x07|\x1b\\)|\x1b[()][0-9A-Za-z]", b"", data)
+    lines = text.decode("utf-8", "replace").replace("\r\n", "\n").replace("\r", "\n").split("\n")
+    out: list[str] = []
+    body = re.compile(r"^[\s│┃╭╰├└┌─━▶>×✗✖•|]*")
+    joined: str | None = None  # the logical line so far, when it has more than one physical line
+    start = last_len = 0  # where the logical line's text starts; the length of its last physical line
+    for line in lines:
+        stripped = line.lstrip(" ")
+        indent = len(line) - len(stripped)
+        word = stripped.split(" ", 1)[0]
+        current = joined if joined is not None else (out[-1] if out else "")
+        # the wrapper's own width is a little less than the terminal's at times (miette): slack
+        if out and stripped and indent == start and last_len + 1 + len(word) > width - SLACK and len(current) < 16 * width:
+            head = current.rstrip(" ")
+            joined = head + ("" if head.endswith("/") else " ") + stripped
+        else:
+            if joined is not None:
+                out.append(joined)
+            joined = None
+            start = len(body.match(line).group(0))  # type: ignore[union-attr]
+        out.append(line)
+        last_len = len(line.rstrip(" "))
+    if joined is not None:
+        out.append(joined)
+    return "\n".join(out).encode("utf-8", "replace")
+
+
+# --------------------------------------------------------------------------- what the command is
+
+
+@dataclass(frozen=True)
+class Facts:
+    """What classify knew about the command: the programs it runs with their argv, and whether
+    it works in the tree (the verdict's, so ``trees:`` of the config count)."""
+
+    programs: tuple[str, ...] = ()
+    argvs: tuple[tuple[str, ...], ...] = ()
+    in_tree: bool = False
+
+
+def facts_from_verdict(verdict: Any, fallback_in_tree: bool = False) -> Facts:
+    invs = tuple(getattr(verdict, "invocations", ()) or ())
+    names: list[str] = []
+    for i in invs:
+        # a script the analysis looked into (a pyenv shim named pip, ./build.sh) runs too
+        names.extend(os.path.basename(v) for v in getattr(i, "via", ()) if "/" in v and " " not in v)
+        names.append(str(i.program))
+        names.extend(_module_program(tuple(i.argv)))
+    programs = tuple(dict.fromkeys(names))
+    argvs = tuple(tuple(str(a) for a in i.argv) for i in invs)
+    flags = tuple(getattr(verdict, "in_tree", ()) or ())
+    in_tree = any(f is True for f in flags) if any(f is not None for f in flags) else fallback_in_tree
+    return Facts(programs, argvs, in_tree)
+
+
+def _module_program(argv: Sequence[str]) -> list[str]:
+    """``python -m pip …`` runs pip: the module's name counts as a program too."""
+    import re
+
+    if not argv or not re.fullmatch(r"python[\d.]*", os.path.basename(argv[0])):
+        return []
+    for i, a in enumerate(argv[1:-1], 1):
+        if a == "-m":
+            return [argv[i + 1].split(".", 1)[0]]
+        if a.startswith("-m") and len(a) > 2:
+            return [a[2:].split(".", 1)[0]]
+        if not a.startswith("-") or a in ("-c",):
+            return []
+    return []
+
+
+def analyse_facts(command: str, argv: Sequence[str], env: Mapping[str, str], cwd: str) -> Facts:
+    """The facts of ``command`` from the real analysis (run only when a rule with a program or
+    tree condition is about to fire); the program's own name and GUARD_TREE if it fails."""
+    fallback = Facts(
+        (os.path.basename(argv[0]), *_module_program(argv)) if argv else (),
+        (tuple(argv),) if argv else (),
+        cwd_in_tree(cwd, env) if cwd else False,
+    )
+    try:
+        from guard.context import Context
+        from guard.engine import analyze
+
+        verdict = analyze(command, Context.from_environ(cwd=cwd or None, env=dict(env)))
+    except Exception:  # noqa: BLE001 - an annotation never costs the command anything
+        return fallback
+    facts = facts_from_verdict(verdict, fallback.in_tree)
+    return Facts(tuple(dict.fromkeys((*fallback.programs, *facts.programs))), fallback.argvs + facts.argvs,
+                 facts.in_tree)
+
+
 # --------------------------------------------------------------------------- the sink
 
 
 class Annotator:
-    """Relay sink: ``feed(bytes)`` while the command runs, ``finish(status) -> bytes`` after."""
+    """Relay sink: ``feed(bytes)`` while the command runs, ``finish(status) -> bytes`` after.
+
+    ``programs``, ``argvs`` and ``in_tree`` are what classify knew; any left None is taken from
+    ``facts`` (a callable, run at most once, only when a rule that needs it is about to fire).
+    """
 
     def __init__(
         self,
         rules: Sequence[StderrRule],
         *,
         env: Mapping[str, str],
-        in_tree: bool,
-        programs: Collection[str],
+        in_tree: bool | None = None,
+        programs: Collection[str] | None = None,
         command: str = "",
         cwd: str = "",
         audit: bool = True,
+        argvs: Sequence[Sequence[str]] | None = None,
+        facts: Callable[[], Facts] | None = None,
+        width: int = WRAP,
     ) -> None:
         from guard.act.matcher import StreamMatcher, compile_pattern
 
         self.env = env
-        self.in_tree = in_tree
-        self.programs = tuple(programs)
         self.command = command
         self.cwd = cwd
         self.audit = audit
-        self.rules = [r for r in rules if r.applies(env, in_tree, self.programs)]
-        pats = [(f"{r.id}\0{j}", rx) for r in self.rules for j, rx in enumerate(r.compiled)]
+        self.width = width
+        self._facts_fn = facts
+        self._known = (
+            tuple(programs) if programs is not None else None,
+            tuple(tuple(a) for a in argvs) if argvs is not None else None,
+            in_tree,
+        )
+        self._facts: Facts | None = None
+        self.rules = [r for r in rules if _env_holds(r, env)]
+        self._pats = [(f"{r.id}\0{j}", rx) for r in self.rules for j, rx in enumerate(r.compiled)]
+        self._pats += [(f"{r.id}\0c{j}", rx) for r in self.rules for j, rx in enumerate(r.compiled_captures)]
+        self._keep = [k for k, _ in self._pats if "\0c" in k]
         import re
 
         watch = compile_pattern("^" + re.escape(PREFIX) + ".*") if self.rules else None
-        self.matcher = StreamMatcher(pats, watch=watch)
+        self.matcher = StreamMatcher(self._pats, watch=watch, keep=self._keep)
+        self._tail: list[bytes] = []
+        self._tail_len = 0
+        self._cut = False
+        self.hits: dict[str, dict[str, bytes]] = {}
+
+    # the facts ------------------------------------------------------------
+
+    def facts(self) -> Facts:
+        if self._facts is None:
+            programs, argvs, in_tree = self._known
+            if programs is None or argvs is None or in_tree is None:
+                got = self._facts_fn() if self._facts_fn else Facts()
+                programs = got.programs if programs is None else programs
+                argvs = got.argvs if argvs is None else argvs
+                in_tree = got.in_tree if in_tree is None else in_tree
+            self._facts = Facts(tuple(programs), tuple(argvs), bool(in_tree))
+        return self._facts
+
+    @property
+    def programs(self) -> tuple[str, ...]:
+        return self.facts().programs
+
+    @property
+    def in_tree(self) -> bool:
+        return self.facts().in_tree
 
     @classmethod
     def for_run(
@@ -217,57 +431,116 @@ class Annotator:
         cwd_in_tree: bool | None = None,
         command: str | None = None,
         programs: Collection[str] | None = None,
+        verdict: Any = None,
     ) -> Annotator:
         import shlex
 
         rules = load_rules(None, env=env)
-        in_tree = cwd_in_tree if cwd_in_tree is not None else _in_tree(cwd, env)
-        progs = programs if programs is not None else (os.path.basename(argv[0]),) if argv else ()
-        return cls(
-            rules,
-            env=env,
-            in_tree=in_tree,
-            programs=progs,
-            command=command if command is not None else shlex.join(argv),
-            cwd=cwd,
-        )
+        text = command if command is not None else shlex.join(argv)
+        if verdict is not None and getattr(verdict, "invocations", None):
+            f = facts_from_verdict(verdict, _in_tree(cwd, env))
+            return cls(rules, env=env, in_tree=f.in_tree if cwd_in_tree is None else cwd_in_tree,
+                       programs=programs if programs is not None else f.programs, argvs=f.argvs,
+                       command=text, cwd=cwd)
+        return cls(rules, env=env, in_tree=cwd_in_tree, programs=programs, command=text, cwd=cwd,
+                   facts=lambda: analyse_facts(text, argv, env, cwd))
+
+    # the stream -----------------------------------------------------------
 
     def feed(self, data: bytes | bytearray, n: int | None = None) -> None:
+        if n is None:
+            n = len(data)
+        if not n:
+            return
         self.matcher.feed(data, n)
+        with memoryview(data) as view:
+            piece = bytes(view[max(0, n - TAIL) : n])
+        self._tail.append(piece)
+        self._tail_len += len(piece)
+        while self._tail_len - len(self._tail[0]) >= TAIL:
+            self._tail_len -= len(self._tail.pop(0))
+            self._cut = True
+
+    def _second_look(self) -> None:
+        """The end of stderr again, without escapes and with wrapped lines joined, for the
+        patterns of rules the raw lines did not complete."""
+        from guard.act.matcher import StreamMatcher
+
+        data = b"".join(self._tail)
+        if self._cut or len(data) > TAIL:
+            data = data[-TAIL:]
+            nl = data.find(b"\n")
+            data = data[nl + 1 :] if nl >= 0 else b""
+        if not data:
+            return
+        second = StreamMatcher(self._pats, keep=self._keep)
+        second.feed(normalise(data, self.width))
+        second.close()
+        for k, v in second.hits.items():
+            if k not in self.hits or k in self._keep and k not in self.matcher.hits:
+                self.hits[k] = v
 
     def fired(self) -> list[tuple[StderrRule, dict[str, bytes]]]:
-        """Rules whose every pattern matched, minus those a fired rule supersedes, in rule order."""
-        hits = self.matcher.hits
+        """Rules whose every pattern matched and whose conditions hold, minus those a fired rule
+        supersedes, then one per category: the most specific (a program condition that held, then
+        more patterns, then file order)."""
+        self.matcher.close()
+        self.hits = dict(self.matcher.hits)
+
+        def complete(r: StderrRule) -> bool:
+            return all(f"{r.id}\0{j}" in self.hits for j in range(len(r.compiled)))
+
+        if any(k not in self.hits for k, _ in self._pats):
+            self._second_look()
         out: list[tuple[StderrRule, dict[str, bytes]]] = []
         for r in self.rules:
-            keys = [f"{r.id}\0{j}" for j in range(len(r.compiled))]
-            if all(k in hits for k in keys):
-                caps: dict[str, bytes] = {}
-                for k in keys:
-                    for name, v in hits[k].items():
-                        caps.setdefault(name, v)
-                out.append((r, caps))
+            if not complete(r):
+                continue
+            if _needs_facts(r) and not r.applies(self.env, self.in_tree, self.programs):
+                continue
+            caps: dict[str, bytes] = {}
+            for key in [f"{r.id}\0{j}" for j in range(len(r.compiled))] + [
+                f"{r.id}\0c{j}" for j in range(len(r.compiled_captures))
+            ]:
+                for name, v in self.hits.get(key, {}).items():
+                    if name == "url":
+                        caps.setdefault("\0urls", b"")
+                        caps["\0urls"] += v + b"\n"
+                    caps.setdefault(name, v)
+            out.append((r, caps))
         superseded = {s for r, _ in out for s in r.supersedes}
-        return [(r, c) for r, c in out if r.id not in superseded]
+        out = [(r, c) for r, c in out if r.id not in superseded]
+        best: dict[str, tuple[tuple[int, int, int], StderrRule, dict[str, bytes]]] = {}
+        for i, (r, c) in enumerate(out):
+            score = (1 if r.programs else 0, len(r.compiled), -i)
+            cat = r.category
+            if cat not in best or score > best[cat][0]:
+                best[cat] = (score, r, c)
+        keep = {id(v[1]) for v in best.values()}
+        return [(r, c) for r, c in out if id(r) in keep]
 
     def finish(self, status: int) -> bytes:
-        self.matcher.close()
+        fired = self.fired()
         seen = {s.decode("utf-8", "replace") for s in self.matcher.seen}
-        program = self.programs[0] if self.programs else ""
+        facts = self.facts() if fired else Facts()
+        program = next((p for r, _ in fired for p in r.programs if p in facts.programs), None)
+        program = program or (facts.programs[0] if facts.programs else "")
         lines: list[str] = []
         records: list[dict[str, Any]] = []
-        for rule, caps in self.fired():
-            text = render(rule, caps, command=self.command, program=program)
+        for rule, caps in fired:
+            urls = [u for u in caps.pop("\0urls", b"").split(b"\n") if u]
+            caps.pop("url", None)
+            text = render(rule, caps, command=self.command, program=program, argvs=facts.argvs, urls=urls)
             line = PREFIX + text
             if line in seen or line in lines:
                 continue  # an inner guard already said it
             lines.append(line)
-            records.append(self._record(rule, caps, text, status))
+            records.append(self._record(rule, caps, text, status, facts))
         if records and self.audit:
             self._audit(records)
         return "".join(line + "\n" for line in lines).encode("utf-8", "replace")
 
-    def _record(self, rule: StderrRule, caps: Mapping[str, bytes], text: str, status: int) -> dict[str, Any]:
+    def _record(self, rule: StderrRule, caps: Mapping[str, bytes], text: str, status: int, facts: Facts) -> dict[str, Any]:
         rec: dict[str, Any] = {
             "kind": "annotation",
             "verdict": "annotate",
@@ -276,8 +549,8 @@ class Annotator:
             "tool": rule.tool,
             "command": self.command,
             "cwd": self.cwd,
-            "in_tree": self.in_tree,
-            "program": self.programs[0] if self.programs else None,
+            "in_tree": facts.in_tree,
+            "program": facts.programs[0] if facts.programs else None,
             "exit_status": status,
             "message": text,
             "rule_source": rule.source,
@@ -298,6 +571,14 @@ class Annotator:
                 pass
 
 
+def _needs_facts(rule: StderrRule) -> bool:
+    return bool(rule.programs) or rule.cwd_in_tree is not None
+
+
+def _env_holds(rule: StderrRule, env: Mapping[str, str]) -> bool:
+    return rule.applies(env, rule.cwd_in_tree is True, rule.programs)
+
+
 # --------------------------------------------------------------------------- examples & lint
 
 
@@ -312,8 +593,15 @@ def _example_context(rule: StderrRule, ex: Any) -> tuple[dict[str, str], bool, t
 
 def check_example(rule: StderrRule, ex: Any, chunk: int = 0) -> str | None:
     """Run one example through the real matcher; the annotation it produced, or None."""
+    import shlex
+
     env, in_tree, progs = _example_context(rule, ex)
-    ann = Annotator([rule], env=env, in_tree=in_tree, programs=progs, command="", audit=False)
+    command = getattr(ex, "command", None) or ""
+    try:
+        argvs = [shlex.split(command)] if command else []
+    except ValueError:
+        argvs = [command.split()]
+    ann = Annotator([rule], env=env, in_tree=in_tree, programs=progs, command=command, argvs=argvs, audit=False)
     data = ex.stderr.encode("utf-8")
     if chunk:
         for i in range(0, len(data), chunk):

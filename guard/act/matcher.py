@@ -18,6 +18,8 @@ the gate (rare) is copied to ``bytes`` for the closer look, so captures are ``by
 
 Each pattern is reported once, with the named groups of its first match; a pattern that has
 matched leaves the set, so a program repeating a matching line cannot make the scan slower.
+A pattern named in ``keep`` (a rule's optional captures) stays in the set and reports its last
+match instead: the URL on the last "cloning …" line before a failure is the one that failed.
 """
 
 from __future__ import annotations
@@ -124,8 +126,11 @@ class StreamMatcher:
     which never leaves the set.
     """
 
-    def __init__(self, patterns: Sequence[tuple[str, Any]], watch: Any = None, window: int = WINDOW) -> None:
+    def __init__(
+        self, patterns: Sequence[tuple[str, Any]], watch: Any = None, window: int = WINDOW, keep: Any = ()
+    ) -> None:
         self.window = window
+        self._keep = frozenset(keep)
         self.hits: dict[str, dict[str, bytes]] = {}
         self.seen: list[bytes] = []
         self._watch = watch
@@ -247,15 +252,20 @@ class StreamMatcher:
         for key, rx, nd in self._pending:
             if not may_match(nd):
                 continue
-            m = rx.search(region)
+            if key in self._keep:
+                m = None
+                for found in rx.finditer(region):
+                    m = found
+            else:
+                m = rx.search(region)
             if m is None:
                 continue
             self.hits[key] = {
                 (k.decode() if isinstance(k, bytes) else k): v for k, v in m.groupdict().items() if v is not None
             }
-            fired = True
+            fired = fired or key not in self._keep
         if fired:
-            self._pending = [p for p in self._pending if p[0] not in self.hits]
+            self._pending = [p for p in self._pending if p[0] not in self.hits or p[0] in self._keep]
         if self._watch is not None and len(self.seen) < MAX_SEEN and may_match(self._watch_needles):
             before = len(self.seen)
             self._collect_seen(region)

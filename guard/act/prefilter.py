@@ -80,7 +80,7 @@ def rule_set_needles(env: Mapping[str, str]) -> tuple[tuple[bytes, ...], bool]:
     found: set[bytes] = {WATCH_NEEDLE}
     eager = bool(problems)
     for rule in rules:
-        for pattern in rule.patterns:
+        for pattern in (*rule.patterns, *rule.captures):  # a capture line can come first
             nd = matcher.needles(pattern)
             if nd is None:
                 eager = True

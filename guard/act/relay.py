@@ -16,7 +16,7 @@ program's own: the child inherits them. How the bytes travel depends on what std
 Public entry points
 -------------------
 ``run(argv, env=None, *, cwd=None, cwd_in_tree=None, annotate=True, command=None,
-programs=None, mirror_signal=False) -> int``
+programs=None, mirror_signal=False, verdict=None) -> int``
     Run ``argv`` (PATH looked up in ``env``) in the current directory with ``env`` (default
     ``os.environ``). Returns the status a shell would report: the exit code, or 128+N when the
     program died of signal N (127 not found, 126 not executable). With ``mirror_signal=True`` a
@@ -107,8 +107,11 @@ def run(
     command: str | None = None,
     programs: Collection[str] | None = None,
     mirror_signal: bool = False,
+    verdict: object | None = None,
 ) -> int:
-    """Run ``argv`` under the stderr relay; see the module docstring."""
+    """Run ``argv`` under the stderr relay; see the module docstring. ``verdict`` is the
+    analysis's verdict on ``command`` when the caller has it: the annotator takes the programs,
+    their argv and whether the command works in the tree from it instead of analysing again."""
     env_map = dict(os.environ if env is None else env)
     nested = env_map.get(MARKER) == "1"
     sink_factory: Callable[[], Sink] | None = None
@@ -129,6 +132,7 @@ def run(
                 cwd_in_tree=cwd_in_tree,
                 command=command,
                 programs=programs,
+                verdict=verdict,
             )
 
     status, sig = _run(argv, child_env, sink_factory, target)

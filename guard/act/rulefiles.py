@@ -19,7 +19,7 @@ TYPE_CHECKING = False
 if TYPE_CHECKING:
     from collections.abc import Iterable, Mapping
 
-DIGEST_FORMAT = "stderr-digest/1"
+DIGEST_FORMAT = "stderr-digest/2"
 
 
 def shipped_dir() -> str | None:

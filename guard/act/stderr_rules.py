@@ -7,6 +7,8 @@ One rule::
         tool: git_clone                          # the tool the message points at (audit)
         category: credential                     # free word (audit)
         pattern: "fatal: could not read ..."     # RE2; or a list: every one must match a line
+        capture: ["Running command git clone (?P<url>...)"]  # optional: need not match; the
+                                                 # last match of each fills named groups
         when:                                    # all optional; all must hold
           env: {GIT_TERMINAL_PROMPT: "0"}        # value, list of values, or "*" (set, non-empty)
           cwd_in_tree: true
@@ -46,10 +48,10 @@ if TYPE_CHECKING:  # typing and pathlib cost ~2-7 ms to import on the command pa
     from pathlib import Path
     from typing import Any
 
-SCHEMA = "stderr-rules/1"
+SCHEMA = "stderr-rules/2"
 DERIVED = ("url", "host", "repo", "program")
 _ID = re.compile(r"^[a-z0-9][a-z0-9_-]*$")
-_KEYS = {"id", "tool", "category", "pattern", "when", "supersedes", "message", "examples", "description"}
+_KEYS = {"id", "tool", "category", "pattern", "capture", "when", "supersedes", "message", "examples", "description"}
 _WHEN = {"env", "cwd_in_tree", "program"}
 
 
@@ -60,6 +62,7 @@ class Example:
     cwd_in_tree: bool | None = None
     program: str | None = None
     message_contains: str | None = None
+    command: str | None = None
 
 
 @dataclass(frozen=True)
@@ -67,6 +70,7 @@ class StderrRule:
     id: str
     patterns: tuple[str, ...]
     message: str
+    captures: tuple[str, ...] = ()
     tool: str | None = None
     category: str = "annotation"
     env: tuple[tuple[str, tuple[str, ...]], ...] = ()
@@ -78,6 +82,7 @@ class StderrRule:
     source: str = ""
     line: int = 0
     compiled: tuple[Any, ...] = field(default=(), compare=False, repr=False)
+    compiled_captures: tuple[Any, ...] = field(default=(), compare=False, repr=False)
 
     def applies(self, env: Mapping[str, str], cwd_in_tree: bool, programs: Iterable[str]) -> bool:
         for name, values in self.env:
@@ -166,6 +171,7 @@ def load_with_problems(
         for d in data["rules"]:
             try:
                 compiled = tuple(compile_pattern(p) for p in d["patterns"])
+                captured = tuple(compile_pattern(p) for p in d.get("captures", ()))
             except ValueError as e:  # checked at parse time; only a different re2 gets here
                 problems.append(f"{path}:{d['line']}: {d['id']}: pattern: {e}")
                 continue
@@ -173,7 +179,7 @@ def load_with_problems(
                 problems.append(f"{path}:{d['line']}: id: {d['id']!r} already defined in {seen[d['id']]}")
                 continue
             seen[d["id"]] = str(path)
-            rules.append(_from_dict(d, str(path), compiled))
+            rules.append(_from_dict(d, str(path), compiled, captured))
     return rules, problems
 
 
@@ -210,7 +216,9 @@ def _parsed(path: str, raw: bytes, env: Mapping[str, str], use_cache: bool) -> d
     return data
 
 
-def _from_dict(d: Mapping[str, Any], source: str, compiled: tuple[Any, ...]) -> StderrRule:
+def _from_dict(
+    d: Mapping[str, Any], source: str, compiled: tuple[Any, ...], captured: tuple[Any, ...] = ()
+) -> StderrRule:
     def ex(items: list[Mapping[str, Any]]) -> tuple[Example, ...]:
         return tuple(Example(**e) for e in items)
 
@@ -218,6 +226,7 @@ def _from_dict(d: Mapping[str, Any], source: str, compiled: tuple[Any, ...]) -> 
         id=d["id"],
         patterns=tuple(d["patterns"]),
         message=d["message"],
+        captures=tuple(d.get("captures", ())),
         tool=d.get("tool"),
         category=d.get("category") or "annotation",
         env=tuple((k, tuple(v)) for k, v in d.get("env", [])),
@@ -229,6 +238,7 @@ def _from_dict(d: Mapping[str, Any], source: str, compiled: tuple[Any, ...]) -> 
         source=source,
         line=d.get("line", 0),
         compiled=compiled,
+        compiled_captures=captured,
     )
 
 
@@ -336,14 +346,16 @@ def _rule(item: Any, index: int) -> dict[str, Any]:
     patterns = _str_list(get.get("pattern"), "pattern")
     if not patterns:
         raise _Bad(item, "pattern", "is required")
+    captures = _str_list(get.get("capture"), "capture")
     groups: set[str] = set()
-    for j, p in enumerate(patterns):
-        try:
-            rx = compile_pattern(p)
-        except ValueError as e:
-            raise _Bad(get["pattern"], f"pattern[{j}]" if len(patterns) > 1 else "pattern",
-                       f"not a valid RE2 pattern: {e}") from None
-        groups.update(k.decode() if isinstance(k, bytes) else k for k in rx.groupindex)
+    for name, items in (("pattern", patterns), ("capture", captures)):
+        for j, p in enumerate(items):
+            try:
+                rx = compile_pattern(p)
+            except ValueError as e:
+                raise _Bad(get[name], f"{name}[{j}]" if len(items) > 1 else name,
+                           f"not a valid RE2 pattern: {e}") from None
+            groups.update(k.decode() if isinstance(k, bytes) else k for k in rx.groupindex)
     message = _str(get.get("message"), "message")
     assert message is not None
     try:
@@ -355,6 +367,8 @@ def _rule(item: Any, index: int) -> dict[str, Any]:
             raise _Bad(get["message"], "message",
                        f"{{{n}}} is neither a named group of the pattern nor one of {', '.join(DERIVED)}")
     d: dict[str, Any] = {"id": rid, "patterns": patterns, "message": " ".join(message.split())}
+    if captures:
+        d["captures"] = captures
     d["line"] = item.start_mark.line + 1
     for opt in ("tool", "category"):
         v = _str(get.get(opt), opt, required=False)
@@ -401,7 +415,7 @@ def _example(node: Any, name: str) -> dict[str, Any]:
     if not isinstance(node, yaml.MappingNode):
         raise _Bad(node, name, "must be a string or a mapping with stderr")
     val = _py(node)
-    allowed = {"stderr", "env", "cwd_in_tree", "program", "message_contains"}
+    allowed = {"stderr", "env", "cwd_in_tree", "program", "message_contains", "command"}
     bad = set(val) - allowed
     if bad or not isinstance(val.get("stderr"), str):
         raise _Bad(node, name, f"needs stderr (text) and only {', '.join(sorted(allowed))}")

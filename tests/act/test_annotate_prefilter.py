@@ -15,21 +15,26 @@ import pytest
 from guard.act import prefilter, rulefiles
 from guard.act.annotate import Annotator, load_rules
 from guard.act.matcher import WINDOW
-from tests.act.test_annotate_fixtures import FIXTURES, parse_fixture
+from tests.act.stderr_fixtures import Sample, samples
 
 REPO = Path(__file__).resolve().parents[2]
 
 
-def _annotator(env: dict[str, str], in_tree: bool) -> Annotator:
-    return Annotator(load_rules(), env=env, in_tree=in_tree, programs=("git",), command="git clone x", audit=False)
+def _annotator(env: dict[str, str], in_tree: bool, programs: tuple[str, ...] = ("git",),
+               command: str = "git clone x") -> Annotator:
+    import shlex
+
+    return Annotator(load_rules(), env=env, in_tree=in_tree, programs=programs, command=command,
+                     argvs=[shlex.split(command)], audit=False)
 
 
-def _both(body: bytes, env: dict[str, str], in_tree: bool, chunks: list[int]) -> tuple[bytes, bytes, bool]:
+def _both(body: bytes, env: dict[str, str], in_tree: bool, chunks: list[int],
+          programs: tuple[str, ...] = ("git",), command: str = "git clone x") -> tuple[bytes, bytes, bool]:
     """(annotator fed directly, through the deferred sink, whether the sink built it)."""
-    direct = _annotator(env, in_tree)
+    direct = _annotator(env, in_tree, programs, command)
     needles, eager = prefilter.rule_set_needles({})
     assert not eager
-    deferred = prefilter.DeferredSink(lambda: _annotator(env, in_tree), needles)
+    deferred = prefilter.DeferredSink(lambda: _annotator(env, in_tree, programs, command), needles)
     i = 0
     for size in chunks:
         if i >= len(body):
@@ -53,13 +58,15 @@ def _example_env() -> dict[str, str]:
     return {"GIT_TERMINAL_PROMPT": "0"}
 
 
-@pytest.mark.parametrize("path", FIXTURES, ids=[p.stem for p in FIXTURES])
-def test_recorded_stderr_gets_the_same_annotations_at_every_chunking(path: Path) -> None:
-    meta, body = parse_fixture(path)
-    env = dict(kv.split("=", 1) for kv in meta.get("env", "").split() if "=" in kv)
+POSITIVE = [s for s in samples() if s.expect]
+
+
+@pytest.mark.parametrize("sample", POSITIVE, ids=[s.name for s in POSITIVE])
+def test_recorded_stderr_gets_the_same_annotations_at_every_chunking(sample: Sample) -> None:
+    body = sample.stderr()
     for k, chunks in enumerate(_chunkings(len(body), seed=len(body))):
-        direct, deferred, built = _both(body, env, meta.get("cwd_in_tree") == "true", chunks)
-        assert deferred == direct, (path.name, k)
+        direct, deferred, built = _both(body, sample.env, sample.in_tree, chunks, (sample.program,), sample.command)
+        assert deferred == direct, (sample.name, k)
         assert direct and built
 
 
@@ -78,7 +85,7 @@ def test_every_rule_example_gets_the_same_annotation_through_the_deferred_sink()
 
 
 def test_a_match_behind_a_long_unfinished_line_is_found_as_the_annotator_finds_it() -> None:
-    line = b"x" * (3 * WINDOW) + b"fatal: could not read Username for 'https://github.com': terminal prompts disabled\n"
+    line = b" " * (3 * WINDOW) + b"fatal: could not read Username for 'https://github.com': terminal prompts disabled\n"
     body = b"ordinary output\n" * 50 + line + b"more\n"
     env = _example_env()
     for chunks in ([4096] * 200, [1] * len(body), [WINDOW - 1] * 50, [len(body)]):

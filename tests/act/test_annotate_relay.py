@@ -54,10 +54,12 @@ def test_fifty_megabytes_of_binary_pass_byte_for_byte(tmp_path: Path, env) -> No
     assert r.stdout == b"stdout-only\n"
 
 
-def test_ten_megabyte_single_line_passes_unchanged_and_its_tail_is_matched(tmp_path: Path, env) -> None:
+def test_ten_megabyte_lines_pass_unchanged_and_a_long_last_lines_tail_is_matched(tmp_path: Path, env) -> None:
     line = bytes(range(11, 256)) * ((10 << 20) // 245)
     src = tmp_path / "line"
-    src.write_bytes(line + b" " + GIT_LINE.encode())  # no newline at all
+    # a 10 MB line, then a last line longer than the matcher's window, indented as pip indents,
+    # with no newline at the end: git's error lies in that line's tail, after real whitespace
+    src.write_bytes(line + b"\n" + b" " * 20000 + GIT_LINE.encode())
     r = run(sh(f"cat '{src}' >&2; exit 128"), env)
     assert r.returncode == 128
     body, sep, note = r.stderr.rpartition(b"\n[guard] ")

@@ -1,14 +1,17 @@
 """A loopback git smart-HTTP server for the annotator's real-program tests.
 
 ``git http-backend`` (CGI) behind a small ``http.server`` on 127.0.0.1, on a random port:
-``private.git`` demands HTTP Basic auth (user ``agent``, password ``secret``), ``public.git`` is
-served anonymously. Also runnable by hand: ``python test_annotate_gitserver.py DIR`` serves until
+``private.git`` demands HTTP Basic auth (user ``agent``, password ``secret``) and answers a wrong
+one as GitHub does (401 with "Invalid username or password."), ``public.git`` is served
+anonymously. Used as an HTTP proxy for ``http://api.github.localhost/`` (where gh sends the API
+calls of ``GH_HOST=github.localhost``), it answers every API call 401 the way GitHub's API does. Also runnable by hand: ``python test_annotate_gitserver.py DIR`` serves until
 interrupted and prints its port.
 """
 
 from __future__ import annotations
 
 import base64
+import json
 import os
 import shutil
 import subprocess
@@ -20,7 +23,8 @@ from pathlib import Path
 import pytest
 
 USER, PASSWORD = "agent", "secret"
-PRIVATE = {"private"}  # by name without .git: http-backend also finds private.git as /private
+PRIVATE = {"private"}
+GITHUB_API = "http://api.github.localhost/"  # by name without .git: http-backend also finds private.git as /private
 
 
 def git_backend() -> str | None:
@@ -43,14 +47,32 @@ class _Handler(BaseHTTPRequestHandler):
         want = "Basic " + base64.b64encode(f"{USER}:{PASSWORD}".encode()).decode()
         return self.headers.get("Authorization") == want
 
+    def _reply(self, status: int, body: bytes, ctype: str, *extra: tuple[str, str]) -> None:
+        self.send_response(status)
+        for name, value in extra:
+            self.send_header(name, value)
+        self.send_header("Content-Type", ctype)
+        self.send_header("Content-Length", str(len(body)))
+        self.end_headers()
+        self.wfile.write(body)
+
+    def _github_api(self) -> None:
+        length = int(self.headers.get("Content-Length") or 0)
+        if length:
+            self.rfile.read(length)
+        msg = "Bad credentials" if self.headers.get("Authorization") else "Requires authentication"
+        body = json.dumps({"message": msg, "documentation_url": "https://docs.github.com/rest", "status": "401"}).encode()
+        self._reply(401, body, "application/json; charset=utf-8")
+
     def _serve(self) -> None:
+        if self.path.startswith(GITHUB_API):
+            self._github_api()
+            return
         path, _, query = self.path.partition("?")
         repo = path.lstrip("/").split("/", 1)[0].removesuffix(".git")
         if repo in PRIVATE and not self._authorized():
-            self.send_response(401)
-            self.send_header("WWW-Authenticate", 'Basic realm="private"')
-            self.send_header("Content-Length", "0")
-            self.end_headers()
+            body = b"Invalid username or password.\n" if self.headers.get("Authorization") else b""
+            self._reply(401, body, "text/plain", ("WWW-Authenticate", 'Basic realm="private"'))
             return
         length = int(self.headers.get("Content-Length") or 0)
         body = self.rfile.read(length) if length else b""
