@@ -181,6 +181,8 @@ def command_urls(argvs: Iterable[Sequence[str]], command: str = "") -> list[str]
         words = [command]
     out: list[str] = []
     for w in words:
+        if "\uffff" in w:  # the analysis's mark for a value it cannot know: no URL to trust
+            continue
         for m in re.finditer(_URL_SRC, w, re.I):
             url = clean_url(m.group(0))
             if url and url not in out:

@@ -523,6 +523,10 @@ PIPENV = [
     Case("pipenv-install", lambda r: ["install", "--python", sys.executable, f"privpkg@ git+{r.private}"],
          "pipenv-git-build", ("pipenv install -e <path of the private copy>", 'git_clone(url="{url}")'),
          setup=lambda r: r.project("pipenvproj", {}) and None),
+    # the URL only in the Pipfile: it comes from pipenv's own (wrapped) "when git clone" line
+    Case("pipenv-lock-pipfile", lambda r: ["lock", "--python", sys.executable], "pipenv-git-build",
+         ('git_clone(url="{url}")',), setup=lambda r: r.project("pipenvlock", {
+             "Pipfile": f'[packages]\nprivpkg = {{git = "{r.private}"}}\n'}) and None),
 ]
 
 
