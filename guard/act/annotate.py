@@ -373,6 +373,7 @@ class Annotator:
         audit: bool = True,
         argvs: Sequence[Sequence[str]] | None = None,
         facts: Callable[[], Facts] | None = None,
+        cheap: Facts | None = None,
         width: int = WRAP,
     ) -> None:
         from guard.act.matcher import StreamMatcher, compile_pattern
@@ -389,6 +390,8 @@ class Annotator:
             in_tree,
         )
         self._facts: Facts | None = None
+        self._cheap = cheap  # what argv alone tells: enough when a rule's conditions hold on it
+        self._full_needed = False
         self.rules = [r for r in rules if _env_holds(r, env)]
         self._pats = [(f"{r.id}\0{j}", rx) for r in self.rules for j, rx in enumerate(r.compiled)]
         self._pats += [(f"{r.id}\0c{j}", rx) for r in self.rules for j, rx in enumerate(r.compiled_captures)]
@@ -444,8 +447,12 @@ class Annotator:
             return cls(rules, env=env, in_tree=f.in_tree if cwd_in_tree is None else cwd_in_tree,
                        programs=programs if programs is not None else f.programs, argvs=f.argvs,
                        command=text, cwd=cwd)
+        cheap = Facts((os.path.basename(argv[0]), *_module_program(argv)) if argv else (),
+                      (tuple(argv),) if argv else (), _in_tree(cwd, env) if cwd else False)
+        if command is not None:  # a shell's command text: argv is the shell, not the program
+            cheap = None
         return cls(rules, env=env, in_tree=cwd_in_tree, programs=programs, command=text, cwd=cwd,
-                   facts=lambda: analyse_facts(text, argv, env, cwd))
+                   facts=lambda: analyse_facts(text, argv, env, cwd), cheap=cheap)
 
     # the stream -----------------------------------------------------------
 
@@ -498,7 +505,7 @@ class Annotator:
         for r in self.rules:
             if not complete(r):
                 continue
-            if _needs_facts(r) and not r.applies(self.env, self.in_tree, self.programs):
+            if _needs_facts(r) and not self._holds(r):
                 continue
             caps: dict[str, bytes] = {}
             for key in [f"{r.id}\0{j}" for j in range(len(r.compiled))] + [
@@ -521,10 +528,24 @@ class Annotator:
         keep = {id(v[1]) for v in best.values()}
         return [(r, c) for r, c in out if id(r) in keep]
 
+    def _holds(self, r: StderrRule) -> bool:
+        """The rule's program and tree conditions, on argv alone when that settles them (no
+        analysis is run), else on the analysis's facts."""
+        cheap = self._cheap
+        if cheap is not None and r.cwd_in_tree is not False and r.applies(self.env, cheap.in_tree, cheap.programs):
+            return True
+        self._full_needed = True
+        return r.applies(self.env, self.in_tree, self.programs)
+
     def finish(self, status: int) -> bytes:
         fired = self.fired()
         seen = {s.decode("utf-8", "replace") for s in self.matcher.seen}
-        facts = self.facts() if fired else Facts()
+        if not fired:
+            facts = Facts()
+        elif self._cheap is not None and not self._full_needed:
+            facts = self._cheap
+        else:
+            facts = self.facts()
         program = next((p for r, _ in fired for p in r.programs if p in facts.programs), None)
         program = program or (facts.programs[0] if facts.programs else "")
         lines: list[str] = []
