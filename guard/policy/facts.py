@@ -168,10 +168,8 @@ def git_repository(inv: Invocation, r: Reading, world: World) -> dict:
         else:
             facts["config_scope"] = "local"
     if sub in ("clone", "init"):
-        for j, a in enumerate(rest):  # --separate-git-dir puts the repository itself there
-            sep = rest[j + 1] if a == "--separate-git-dir" and j + 1 < len(rest) else (
-                a.split("=", 1)[1] if a.startswith("--separate-git-dir=") else None)
-            if sep and where(paths.real(paths.join(base, sep, home)), world) == "tree":
+        for opt, sep in r.options:  # --separate-git-dir puts the repository itself there
+            if opt == "--separate-git-dir" and sep and where(paths.real(paths.join(base, sep, home)), world) == "tree":
                 dest = sep
     if dest is not None:
         full = paths.real(paths.join(base, dest, home))
