@@ -645,6 +645,14 @@ def run(args: list[str]) -> int:
         from guard.shell_interactive import interactive_session
 
         return interactive_session(parsed)
+    startup = startup_texts(parsed, os.environ)
+    if "n" not in parsed.flags:
+        from guard import shell_stream
+
+        if shell_stream.supported():
+            if startup and guard_command("", _cwd(), parsed).action == "refuse":
+                return REFUSED_STATUS
+            return shell_stream.run_stream(parsed, argv)
     data = _read_all(0)
     text = data.decode("utf-8", "surrogateescape")
     decision = guard_command(text, _cwd(), parsed)
