@@ -8,10 +8,12 @@ from __future__ import annotations
 import argparse
 import json
 import os
+import re
 import sys
 from collections.abc import Sequence
 from typing import Any
 
+from guard import budget
 from guard.context import Context
 from guard.ir import UNKNOWN, Verdict
 
@@ -65,8 +67,20 @@ def _check_parser() -> argparse.ArgumentParser:
     p.add_argument("--json", action="store_true")
     p.add_argument("--jsonl", action="store_true")
     p.add_argument("--strict", action="store_true")
+    p.add_argument("--time-budget", type=_positive, default=budget.DEFAULT_SECONDS, metavar="SECONDS")
+    p.add_argument("--memory-budget", type=_positive, default=budget.DEFAULT_MEMORY_MIB, metavar="MIB")
     p.add_argument("command", nargs="*")
     return p
+
+
+def _positive(text: str) -> float:
+    try:
+        value = float(text)
+    except ValueError:
+        raise argparse.ArgumentTypeError(f"expected a number, got {text!r}") from None
+    if not value > 0:
+        raise argparse.ArgumentTypeError(f"expected a positive number, got {text!r}")
+    return value
 
 
 def _env_pairs(pairs: Sequence[str]) -> dict[str, str]:
@@ -88,7 +102,7 @@ def _base_context(ns: argparse.Namespace) -> Context:
     rules = tuple(ns.rules) or None
     extra = tuple(p for p in env.get("GUARD_RULES", "").split(":") if p)
     ctx = Context.from_environ(
-        cwd=ns.cwd or os.getcwd(),
+        cwd=ns.cwd or _current_dir(env),
         env=env,
         trees=tuple(ns.tree) or None,
         rule_paths=extra + (rules or ()),
@@ -98,6 +112,15 @@ def _base_context(ns: argparse.Namespace) -> Context:
 
         ctx = replace(ctx, strict=True)
     return ctx
+
+
+def _current_dir(env: dict[str, str]) -> str:
+    """The working directory; when it has been deleted, the ``PWD`` it was entered as."""
+    try:
+        return os.getcwd()
+    except OSError:
+        pwd = env.get("PWD", "")
+        return pwd if pwd.startswith("/") else "/"
 
 
 def _config_errors(ctx: Context) -> list[str]:
@@ -126,59 +149,203 @@ def cmd_check(argv: list[str]) -> int:
         for e in errors[:5]:
             print(f"guard: configuration error: {e}", file=sys.stderr)
         return EXIT_USAGE
+    worker = _worker(ctx, ns)
     if ns.jsonl:
-        return _check_stream(ctx)
+        return _check_stream(worker, _fail_closed(ctx))
     if not ns.command:
         print("guard: check needs a command (guard check [options] -- COMMAND)", file=sys.stderr)
         return EXIT_USAGE
+    command = " ".join(ns.command) if len(ns.command) > 1 else ns.command[0]
+    request = json.dumps({"command": command}).encode()
+    res = json.loads(_answer(worker, request, _fail_closed(ctx)))
+    worker.stop()
+    if res.get("verdict") == "error":  # a bug in guard: one line, never a traceback
+        print(f"guard: internal error: {res.get('message')}", file=sys.stderr)
+        return EXIT_USAGE
+    res.pop("id", None)
+    if ns.json:
+        print(json.dumps(res, ensure_ascii=False))
+    elif res["verdict"] == "refuse":
+        print(res["message"])
+    else:
+        unresolved = res.get("unresolved") or []
+        print("allow" + (f" (unresolved: {'; '.join(unresolved)})" if unresolved else ""))
+    return EXIT_REFUSE if res["verdict"] == "refuse" else EXIT_ALLOW
+
+
+# --------------------------------------------------------------------------- answering lines
+
+# A line longer than this is not read into memory: it is answered with an error and skipped.
+MAX_LINE_BYTES = 64 * 1024 * 1024
+
+
+def _fail_closed(ctx: Context) -> bool:
+    """``GUARD_FAIL=closed`` from guard's own environment and options, never from a line's."""
+    return ctx.env.get("GUARD_FAIL", "").strip().lower() == "closed"
+
+
+def _worker(ctx: Context, ns: argparse.Namespace) -> budget.Worker:
     from guard.engine import analyze
 
-    command = " ".join(ns.command) if len(ns.command) > 1 else ns.command[0]
-    try:
-        v = analyze(command, ctx)
-    except Exception as e:  # a bug in guard: one line, never a traceback
-        print(f"guard: internal error: {type(e).__name__}: {e}", file=sys.stderr)
-        return EXIT_USAGE
-    if ns.json:
-        print(json.dumps(verdict_json(v), ensure_ascii=False))
-    elif v.verdict == "refuse":
-        print(v.message)
-    else:
-        print("allow" + (f" (unresolved: {'; '.join(v.unresolved)})" if v.unresolved else ""))
-    return EXIT_REFUSE if v.verdict == "refuse" else EXIT_ALLOW
+    analyze("true", ctx)  # load the rules once: every worker is forked warm
+    return budget.Worker(lambda line: _handle_line(line, ctx), ns.time_budget, int(ns.memory_budget))
 
 
-def _check_stream(ctx: Context) -> int:
+def _handle_line(raw: bytes, ctx: Context) -> bytes:
+    """In the worker: the answer to one input line, as JSON bytes (no newline)."""
     from guard.engine import analyze
     from guard.record import replace
 
-    out = sys.stdout
-    for raw in sys.stdin.buffer:
-        line = raw.decode("utf-8", "replace").strip()
+    id_: Any = None
+    has_id = False
+    try:
+        obj = json.loads(raw.decode("utf-8", "replace"), strict=False)
+        if isinstance(obj, dict):
+            has_id, id_ = "id" in obj, obj.get("id")
+        if not isinstance(obj, dict) or not isinstance(obj.get("command"), str):
+            raise ValueError("expected an object with a string 'command'")
+        lctx = ctx
+        if obj.get("cwd") is not None:
+            lctx = replace(lctx, cwd=str(obj["cwd"]).replace("\0", ""))
+        if isinstance(obj.get("env"), dict):
+            env = dict(lctx.env)
+            env.update({str(k).replace("\0", ""): str(v).replace("\0", "") for k, v in obj["env"].items()})
+            lctx = replace(lctx, env=env)
+        # no shell ever sees a NUL in a command: argv ends at one, and bash drops them from what
+        # it reads; the analysis sees what is left
+        v = analyze(obj["command"].replace("\0", ""), lctx)
+        res = verdict_json(v, id_, has_id)
+    except MemoryError:
+        raise
+    except RecursionError as e:
+        res = {"id": id_} if has_id else {}
+        res.update(verdict="error", message=f"RecursionError: {e}")
+    except Exception as e:  # one bad line never stops the stream
+        res = {"id": id_} if has_id else {}
+        res.update(verdict="error", message=f"{type(e).__name__}: {e}"[:500])
+    return _dumps(res)
+
+
+def _dumps(res: dict[str, Any]) -> bytes:
+    try:
+        return json.dumps(res, ensure_ascii=False).encode("utf-8")
+    except UnicodeEncodeError:  # a lone surrogate: escaped instead
+        return json.dumps(res).encode("ascii")
+
+
+_ID = re.compile(rb'"id"\s*:\s*')
+
+
+def salvage_id(raw: bytes) -> tuple[bool, Any]:
+    """The line's ``id`` when the line itself could not be answered: from the JSON when it
+    parses, else from the first ``"id": VALUE`` in it."""
+    text = raw[:1 << 20].decode("utf-8", "replace")
+    try:
+        obj = json.loads(text, strict=False)
+        if isinstance(obj, dict):
+            return ("id" in obj), obj.get("id")
+        return False, None
+    except (ValueError, RecursionError):
+        pass
+    m = _ID.search(raw[:1 << 20])
+    if m is None:
+        return False, None
+    try:
+        value, _ = json.JSONDecoder(strict=False).raw_decode(text, len(raw[: m.end()].decode("utf-8", "replace")))
+    except (ValueError, RecursionError):
+        return False, None
+    return True, value
+
+
+_STOPPED = {
+    "time": "analysis stopped: the command took longer than {} to analyse",
+    "memory": "analysis stopped: the command needed more than {} to analyse",
+    "crash": "analysis stopped: the analyser crashed ({})",
+}
+
+
+def partial_answer(raw: bytes, outcome: budget.Outcome, closed: bool) -> bytes:
+    """The answer for a line whose analysis did not finish: nothing found, and ``unresolved``
+    says why; refused under ``GUARD_FAIL=closed``."""
+    has_id, id_ = salvage_id(raw)
+    note = _STOPPED.get(outcome.kind, "analysis stopped: {}").format(outcome.detail)
+    res: dict[str, Any] = {"id": id_} if has_id else {}
+    res.update(
+        verdict="refuse" if closed else "allow",
+        category="internal-error" if closed else None,
+        rule=None,
+        tool=None,
+        message=f"guard: refusing the command (GUARD_FAIL=closed): {note}" if closed else None,
+        invocations=[],
+        unresolved=[note],
+        parser=None,
+    )
+    return _dumps(res)
+
+
+def error_answer(raw: bytes, message: str) -> bytes:
+    has_id, id_ = salvage_id(raw)
+    res: dict[str, Any] = {"id": id_} if has_id else {}
+    res.update(verdict="error", message=message)
+    return _dumps(res)
+
+
+def _answer(worker: budget.Worker, raw: bytes, closed: bool) -> bytes:
+    outcome = worker.ask(raw)
+    if outcome.kind == "ok" and outcome.answer is not None:
+        return outcome.answer
+    return partial_answer(raw, outcome, closed)
+
+
+def _lines(stream: Any) -> Any:
+    """Input lines as bytes, without their newline; a line over ``MAX_LINE_BYTES`` comes as
+    ``(prefix, True)`` after the rest of it has been skipped."""
+    while True:
+        line = stream.readline(MAX_LINE_BYTES + 1)
         if not line:
+            return
+        if len(line) > MAX_LINE_BYTES and not line.endswith(b"\n"):
+            head = line[:4096]
+            del line
+            while True:
+                rest = stream.readline(1 << 20)
+                if not rest or rest.endswith(b"\n"):
+                    break
+            yield head, True
             continue
-        id_: Any = None
-        has_id = False
-        try:
-            obj = json.loads(line)
-            if isinstance(obj, dict):
-                has_id, id_ = "id" in obj, obj.get("id")
-            if not isinstance(obj, dict) or not isinstance(obj.get("command"), str):
-                raise ValueError("expected an object with a string 'command'")
-            lctx = ctx
-            if obj.get("cwd") is not None:
-                lctx = replace(lctx, cwd=str(obj["cwd"]))
-            if isinstance(obj.get("env"), dict):
-                env = dict(lctx.env)
-                env.update({str(k): str(v) for k, v in obj["env"].items()})
-                lctx = replace(lctx, env=env)
-            v = analyze(obj["command"], lctx)
-            res = verdict_json(v, id_, has_id)
-        except Exception as e:  # one bad line never stops the stream
-            res = {"id": id_} if has_id else {}
-            res.update(verdict="error", message=f"{type(e).__name__}: {e}")
-        out.write(json.dumps(res, ensure_ascii=False) + "\n")
-        out.flush()
+        yield line.rstrip(b"\r\n"), False
+
+
+def _write_line(data: bytes) -> bool:
+    for part in (data, b"\n"):
+        view = memoryview(part)
+        while view:
+            try:
+                view = view[os.write(1, view) :]
+            except InterruptedError:
+                continue
+            except OSError:
+                return False
+    return True
+
+
+def _check_stream(worker: budget.Worker, closed: bool) -> int:
+    """One answer per input line, in order; the id echoed whatever happens to the line."""
+    try:
+        for raw, too_long in _lines(sys.stdin.buffer):
+            if too_long:
+                answer = error_answer(raw, f"line longer than {MAX_LINE_BYTES} bytes: not read")
+            elif not raw.strip():
+                answer = error_answer(raw, "empty line: expected a JSON object with a string 'command'")
+            else:
+                try:
+                    answer = _answer(worker, raw, closed)
+                except MemoryError:
+                    answer = partial_answer(b"", budget.Outcome("memory", detail="the memory available"), closed)
+            if not _write_line(answer):
+                return EXIT_ALLOW  # the reader went away: nobody is left to answer
+    finally:
+        worker.stop()
     return EXIT_ALLOW
 
 

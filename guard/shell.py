@@ -172,11 +172,40 @@ def _analyze_bounded(command: str, context: object) -> object:
 
     old = signal.signal(signal.SIGALRM, _on_alarm)
     signal.setitimer(signal.ITIMER_REAL, ANALYSIS_TIMEOUT)
+    saved = _detach_stdin()
     try:
         return analyze(command, context)  # type: ignore[arg-type]
     finally:
         signal.setitimer(signal.ITIMER_REAL, 0)
         signal.signal(signal.SIGALRM, old)
+        _reattach_stdin(saved)
+
+
+def _detach_stdin() -> int:
+    """Put ``/dev/null`` on fd 0 while the analysis runs: stdin is the command's (a pipe, the
+    rest of a script, the terminal), and nothing the analysis opens as ``/dev/stdin``,
+    ``/dev/fd/0`` or ``/proc/self/fd/0`` may take a byte of it. Returns the saved copy (-1:
+    nothing to restore)."""
+    try:
+        saved = os.dup(0)  # non-inheritable: nothing started meanwhile gets it
+    except OSError:
+        return -1
+    try:
+        null = os.open(os.devnull, os.O_RDONLY)
+        os.dup2(null, 0)
+        os.close(null)
+    except OSError:
+        os.close(saved)
+        return -1
+    return saved
+
+
+def _reattach_stdin(saved: int) -> None:
+    if saved >= 0:
+        try:
+            os.dup2(saved, 0)
+        finally:
+            os.close(saved)
 
 
 def _reason(exc: BaseException) -> str:
@@ -435,11 +464,11 @@ def _stdin_pipe(data: bytes) -> bool:
     return True
 
 
-def _find_script(path: str) -> str | None:
+def _find_script(path: str, search: bool = True) -> str | None:
     """The file bash would read for ``bash SCRIPT``: as given, else searched on PATH."""
-    if os.path.isfile(path):
+    if os.path.exists(path):
         return path
-    if "/" in path:
+    if "/" in path or not search:
         return None
     for d in os.environ.get("PATH", "").split(":"):
         cand = os.path.join(d or ".", path)
@@ -448,19 +477,93 @@ def _find_script(path: str) -> str | None:
     return None
 
 
-def _read_script(path: str) -> str | None:
-    found = _find_script(path)
+class ScriptFile:
+    """What a script path holds, found without reading anything but a regular file.
+
+    ``kind``: ``"text"`` (``text`` holds it), ``"stdin"`` (it is this process's own stdin, a
+    pipe or socket: bash reads it like stdin mode), ``"unknown"`` (a FIFO, a device, a
+    socket, a file over the cap: not read, ``reason`` says why) or ``"missing"`` (absent,
+    unreadable, a directory: bash reports it in its own words).
+    """
+
+    __slots__ = ("kind", "text", "reason")
+
+    def __init__(self, kind: str, text: str | None = None, reason: str = "") -> None:
+        self.kind, self.text, self.reason = kind, text, reason
+
+
+def read_script_file(path: str, limit: int = MAX_SCRIPT_BYTES, search: bool = True) -> ScriptFile:
+    """Open ``path`` as bash would to read a script, but never block on it, never take a
+    terminal, and read it only when it is a regular file of at most ``limit`` bytes."""
+    import stat
+
+    found = _find_script(path, search)
     if found is None:
-        return None
+        return ScriptFile("missing")
+    # stat first: even opening a FIFO (O_NONBLOCK or not) lets a writer waiting in open(2) go
+    # on, and closing it again leaves that writer with nobody to read what it writes
     try:
-        if os.path.getsize(found) > MAX_SCRIPT_BYTES:
-            raise OSError(f"script larger than {MAX_SCRIPT_BYTES} bytes")
-        with open(found, "rb") as fh:
-            return fh.read().decode("utf-8", "surrogateescape")
-    except PermissionError:
-        return None
-    except IsADirectoryError:
-        return None
+        st = os.stat(found)
+    except OSError:
+        return ScriptFile("missing")
+    if stat.S_ISDIR(st.st_mode):
+        return ScriptFile("missing")
+    if not stat.S_ISREG(st.st_mode):
+        return _special_script(path, st)
+    flags = os.O_RDONLY | os.O_NONBLOCK | getattr(os, "O_NOCTTY", 0) | getattr(os, "O_CLOEXEC", 0)
+    try:
+        fd = os.open(found, flags)
+    except OSError:
+        return ScriptFile("missing")
+    try:
+        st = os.fstat(fd)
+        if not stat.S_ISREG(st.st_mode):  # replaced between the stat and the open
+            return _special_script(path, st)
+        if st.st_size > limit:
+            return ScriptFile("unknown", reason=f"{path} is larger than {limit} bytes")
+        chunks = []
+        left = limit + 1
+        while left > 0:
+            try:
+                b = os.read(fd, min(left, 1 << 20))
+            except InterruptedError:
+                continue
+            except OSError:
+                return ScriptFile("missing")
+            if not b:
+                break
+            chunks.append(b)
+            left -= len(b)
+        if left <= 0:
+            return ScriptFile("unknown", reason=f"{path} is larger than {limit} bytes")
+        # bash drops NUL bytes from a script it reads; so does the analysis
+        return ScriptFile("text", b"".join(chunks).replace(b"\0", b"").decode("utf-8", "surrogateescape"))
+    finally:
+        os.close(fd)
+
+
+def _special_script(path: str, st: os.stat_result) -> ScriptFile:
+    """A script path that is not a regular file: this process's own stdin, or unknown."""
+    import stat
+
+    try:
+        own = os.fstat(0)
+        mine = (own.st_dev, own.st_ino) == (st.st_dev, st.st_ino) and not stat.S_ISREG(own.st_mode)
+    except OSError:
+        mine = False
+    if mine and not stat.S_ISCHR(st.st_mode):
+        return ScriptFile("stdin")
+    return ScriptFile("unknown", reason=f"{path} is {_file_kind(st.st_mode)}")
+
+
+def _file_kind(mode: int) -> str:
+    import stat
+
+    for test, name in ((stat.S_ISFIFO, "a FIFO"), (stat.S_ISCHR, "a character device"),
+                       (stat.S_ISBLK, "a block device"), (stat.S_ISSOCK, "a socket")):
+        if test(mode):
+            return name
+    return "not a regular file"
 
 
 def exported_functions(env: dict[str, str] | os._Environ[str]) -> dict[str, str]:
@@ -525,11 +628,8 @@ def _option_value(options: tuple[str, ...], names: tuple[str, ...]) -> str | Non
 
 
 def _read_text(path: str) -> list[str]:
-    try:
-        with open(os.path.expanduser(path), "rb") as fh:
-            return [fh.read(MAX_SCRIPT_BYTES).decode("utf-8", "surrogateescape")]
-    except OSError:
-        return []
+    got = read_script_file(os.path.expanduser(path), search=False)
+    return [got.text] if got.text is not None else []
 
 
 def guard_command(
@@ -601,11 +701,27 @@ def _write_err(data: bytes) -> None:
             return
 
 
-def _cwd() -> str | None:
+def current_dir() -> str | None:
     try:
         return os.getcwd()
     except OSError:
         return os.environ.get("PWD") or None
+
+
+def _streamable(parsed: ShellArgs) -> bool:
+    """Stdin is read one command at a time unless bash would not run it (``-n``) or the real
+    shell is not bash."""
+    if "n" in parsed.flags:
+        return False
+    from guard import shell_stream
+
+    return shell_stream.supported()
+
+
+def _stdin_argv(parsed: ShellArgs) -> list[bytes]:
+    """bash's arguments for reading the script operand's commands from stdin (``-s``)."""
+    opts = [o for o in parsed.options if o not in ("--", "-")]
+    return [os.fsencode(a) for a in ("-s", *opts, "--", *parsed.rest)]
 
 
 def run(args: list[str]) -> int:
@@ -616,26 +732,30 @@ def run(args: list[str]) -> int:
         return launch(argv, None)
     if parsed.mode == "command":
         text = parsed.operand or ""
-        cwd = _cwd()
+        cwd = current_dir()
         decision = served_decision(args, text, cwd, parsed) or guard_command(text, cwd, parsed)
         if decision.action == "refuse":
             return REFUSED_STATUS
         return launch(argv, text, plain=decision.plain, verdict=decision.verdict)
     if parsed.mode == "script":
-        try:
-            text = _read_script(parsed.operand or "")
-        except OSError as exc:
-            decision = failure_decision(_reason(exc), os.environ)
-            _say(decision.message or "")
-            if decision.action == "refuse":
+        script = read_script_file(parsed.operand or "")
+        if script.kind == "stdin" and _streamable(parsed):
+            from guard import shell_stream
+
+            return shell_stream.run_stream(parsed, _stdin_argv(parsed), name=parsed.operand)
+        if script.kind == "unknown" or script.kind == "stdin":
+            # bash reads it; reading it here would take what bash reads (a FIFO, a terminal)
+            if os.environ.get("GUARD_FAIL", "").strip().lower() == "closed":
+                _say(f"guard: cannot check the script: {script.reason or parsed.operand}; "
+                     "refusing it (GUARD_FAIL=closed)")
                 return REFUSED_STATUS
             return launch(argv, None)
-        if text is None:  # unreadable or missing: bash reports it in its own words
+        if script.text is None:  # unreadable or missing: bash reports it in its own words
             return launch(argv, None)
-        decision = guard_command(text, _cwd(), parsed)
+        decision = guard_command(script.text, current_dir(), parsed)
         if decision.action == "refuse":
             return REFUSED_STATUS
-        return launch(argv, text, verdict=decision.verdict)
+        return launch(argv, script.text, verdict=decision.verdict)
     # stdin
     try:
         os.fstat(0)
@@ -645,17 +765,13 @@ def run(args: list[str]) -> int:
         from guard.shell_interactive import interactive_session
 
         return interactive_session(parsed)
-    startup = startup_texts(parsed, os.environ)
-    if "n" not in parsed.flags:
+    if _streamable(parsed):
         from guard import shell_stream
 
-        if shell_stream.supported():
-            if startup and guard_command("", _cwd(), parsed).action == "refuse":
-                return REFUSED_STATUS
-            return shell_stream.run_stream(parsed, argv)
+        return shell_stream.run_stream(parsed, argv)
     data = _read_all(0)
     text = data.decode("utf-8", "surrogateescape")
-    decision = guard_command(text, _cwd(), parsed)
+    decision = guard_command(text, current_dir(), parsed)
     if decision.action == "refuse":
         return REFUSED_STATUS
     _replace_stdin(data)

@@ -54,8 +54,15 @@ def supported(shell: str | None = None) -> bool:
 
 
 def _sync_function(nonce: str, state_fd: int) -> str:
+    """``__guard_sync STATUS FULL LAST``: send the state, return STATUS. The short form (FULL
+    0) sends the status and the cwd only; the full one adds variables, exports, aliases and
+    functions. ``$PS4`` tracing of it is hidden by the caller (``2>/dev/null``)."""
+    end = f"builtin printf 'Z\\0%s\\0' {nonce}"
     return (
         "__guard_sync() { "
+        "if [[ $2 != 1 ]]; then "
+        f"builtin printf 'S\\0%s\\0D\\0%s\\0' \"$1\" \"${{PWD-}}\" >&{state_fd}; {end} >&{state_fd}; "
+        'return "$1"; fi; '
         "local __guard_n IFS=$' \\t\\n'; local -; set +euxvfT +o pipefail; "
         "builtin readonly -f __guard_sync; "
         "{ builtin printf 'S\\0%s\\0D\\0%s\\0' \"$1\" \"$PWD\"; "
@@ -67,20 +74,26 @@ def _sync_function(nonce: str, state_fd: int) -> str:
         "for __guard_n in $(builtin compgen -A function); do "
         "builtin printf 'F\\0%s\\0' \"$__guard_n\"; builtin declare -f -- \"$__guard_n\"; "
         "builtin printf '\\0'; done; "
-        f"builtin printf 'Z\\0%s\\0' {nonce}; }} >&{state_fd} 2>/dev/null; "
+        f"{end}; }} >&{state_fd} 2>/dev/null; "
         'return "$1"; }'
     )
 
 
-def init_text(nonce: str, state_fd: int) -> bytes:
+def quote(s: str) -> str:
+    return "'" + s.replace("'", "'\\''") + "'"
+
+
+def init_text(nonce: str, state_fd: int, name: str | None = None) -> bytes:
     """The first line the shell reads: defines the state call, sends the first state, and
-    leaves ``$LINENO`` at 0 and ``$_`` as bash set it at start-up."""
+    leaves ``$LINENO`` at 0 and ``$_`` as bash set it at start-up. ``name`` becomes ``$0`` (a
+    script operand that is stdin: bash names it so in its messages)."""
+    argv0 = f"BASH_ARGV0={quote(name)}; " if name is not None else ""
     return (
-        "{ " + _sync_function(nonce, state_fd) + '; \\__guard_sync 0 "$_"; } 2>/dev/null <&$((0*(LINENO=0)))\n'
+        "{ " + argv0 + _sync_function(nonce, state_fd) + '; \\__guard_sync 0 1 "$_"; } 2>/dev/null <&$((0*(LINENO=0)))\n'
     ).encode()
 
 
-def run_text(command: bytes, stdin_fd: int, state_fd: int) -> bytes:
+def run_text(command: bytes, stdin_fd: int, state_fd: int, full: bool = True) -> bytes:
     """``command`` as the shell gets it: run with the original stdin, then the state call.
 
     The closing line is one more line than bash would have read: ``LINENO-=1`` takes it back.
@@ -91,7 +104,7 @@ def run_text(command: bytes, stdin_fd: int, state_fd: int) -> bytes:
         b"{ "
         + body
         + f"}} <&$(({stdin_fd}+0*(LINENO-=1))) {stdin_fd}<&- {state_fd}>&-; "
-        '{ \\__guard_sync "$?" "$_" && \\: "$_"; } 2>/dev/null\n'.encode()
+        f'{{ \\__guard_sync "$?" {int(full)} "$_" && \\: "$_"; }} 2>/dev/null\n'.encode()
     )
 
 
@@ -99,7 +112,7 @@ def refused_text(lines: int) -> bytes:
     """What the shell gets instead of a refused command of ``lines`` lines: ``$?`` becomes 126
     (``set -e`` and an ``ERR`` trap see a failed command) and ``$LINENO`` moves on as if bash
     had read it."""
-    return f'{{ \\__guard_sync {REFUSED_STATUS} "$_"; }} 2>/dev/null <&$((0*(LINENO+={lines - 1})))\n'.encode()
+    return f'{{ \\__guard_sync {REFUSED_STATUS} 0 "$_"; }} 2>/dev/null <&$((0*(LINENO+={lines - 1})))\n'.encode()
 
 
 # --------------------------------------------------------------------------- reading commands
@@ -127,6 +140,19 @@ class Reader:
     def _line_pipe(self, limit: int) -> bytes:
         out = bytearray()
         while len(out) < limit:
+            seen = _peek(self.fd, min(_READ_AHEAD, limit - len(out)))
+            if seen:
+                # what is in the pipe now, unconsumed: take up to the newline, and all of it
+                # when there is none (bash reads every byte of the line it is in)
+                k = seen.find(b"\n")
+                want = k + 1 if k >= 0 else len(seen)
+                got = _read_exact(self.fd, want)
+                out += got
+                if got.endswith(b"\n") or len(got) < want:
+                    if len(got) < want:
+                        self.eof = True
+                    break
+                continue
             try:
                 b = os.read(self.fd, 1)
             except InterruptedError:
@@ -162,6 +188,54 @@ class Reader:
                 break
             out += chunk
         return bytes(out)
+
+
+def _read_exact(fd: int, n: int) -> bytes:
+    out = bytearray()
+    while len(out) < n:
+        try:
+            b = os.read(fd, n - len(out))
+        except InterruptedError:
+            continue
+        except OSError:
+            break
+        if not b:
+            break
+        out += b
+    return bytes(out)
+
+
+_TEE: list[object] = []  # [libc, scratch read end, scratch write end] once set up; [None] if not
+
+
+def _peek(fd: int, n: int) -> bytes:
+    """Up to ``n`` bytes waiting in the pipe ``fd``, left there (``tee(2)`` into a scratch
+    pipe); b"" when there are none yet or ``fd`` is not a pipe (the caller reads one byte)."""
+    if not _TEE:
+        try:
+            import ctypes
+
+            libc = ctypes.CDLL(None, use_errno=True)
+            r, w = os.pipe()
+            import fcntl
+
+            fcntl.fcntl(w, fcntl.F_SETPIPE_SZ, _READ_AHEAD)
+            _TEE.extend([libc, r, w])
+        except Exception:  # noqa: BLE001 - no tee: one byte at a time, as bash reads
+            _TEE.append(None)
+    if _TEE[0] is None:
+        return b""
+    libc, r, w = _TEE
+    import select
+
+    try:
+        select.select([fd], [], [])  # wait for data (or end of input) without taking any
+    except (OSError, ValueError):
+        return b""
+    k = libc.tee(fd, w, min(n, _READ_AHEAD), 2)  # type: ignore[attr-defined]  # SPLICE_F_NONBLOCK
+    if k <= 0:
+        return b""
+    return _read_exact(r, k)  # type: ignore[arg-type]
 
 
 _SIMPLE_LINE = re.compile(rb"[A-Za-z0-9_./=:,+@%^ \t-]*\n?")
@@ -287,14 +361,82 @@ def _write_all(fd: int, data: bytes) -> bool:
     return True
 
 
-def feed(in_fd: int, cmd_fd: int, state_fd: int, stdin_fd: int, nonce: str) -> int:
+# Words after which the shell's variables, aliases or functions may differ: assignments, the
+# builtins that define or change them, anything that runs code the text does not show. Only
+# decides whether the state is sent in full after the command (a short one carries ``$?`` and
+# the cwd); a command that might change it gets the full one.
+_STATE_WORDS = re.compile(
+    rb"=|\(\)|\b(?:alias|unalias|export|declare|typeset|local|readonly|unset|set|shopt|source|eval|"
+    rb"read|readarray|mapfile|printf|getopts|let|cd|pushd|popd|enable|builtin|command|exec|trap|"
+    rb"function|for|select|hash|caller|wait|jobs|fc|history|complete|compgen|bind|coproc|"
+    rb"cd|umask|ulimit)\b|(?:^|[;&|\s(`])\.(?:\s|$)|\$\(\(|\(\("
+)
+
+
+def needs_full_state(text: bytes, known: set[str]) -> bool:
+    """Whether ``text`` may change the shell's variables, aliases or functions; ``known`` are
+    the names of the session's aliases and functions (calling one may run anything)."""
+    if _STATE_WORDS.search(text):
+        return True
+    if not known:
+        return False
+    words = set(re.findall(rb"[^\s;&|()<>`'\"]+", text))
+    return any(os.fsencode(k) in words for k in known)
+
+
+class Feeder:
+    """Writes commands to the shell and waits for each to finish (runs in the forked child)."""
+
+    def __init__(self, cmd_fd: int, state_fd: int, nonce: str) -> None:
+        import fcntl
+        import select
+
+        self.cmd_fd = cmd_fd
+        self.states = StateReader(state_fd, nonce)
+        try:  # one page: the writer can then tell when the shell has read everything
+            fcntl.fcntl(cmd_fd, fcntl.F_SETPIPE_SZ, 4096)
+        except (OSError, AttributeError):
+            pass
+        self.poll = select.poll()
+        self.poll.register(state_fd, select.POLLIN)
+        self.poll.register(cmd_fd, select.POLLOUT)
+        self.state_fd = state_fd
+
+    def send(self, data: bytes) -> str:
+        """Send ``data`` and a NUL byte (bash drops NULs it reads); return ``"done"`` when the
+        state arrived, ``"gone"`` when the shell has exited, ``"more"`` when the shell read the
+        NUL without the state: it is still reading the command (it wants more input), or it
+        runs nothing (``set -n``)."""
+        if not _write_all(self.cmd_fd, data + b"\0"):
+            return "gone"
+        import select
+
+        while True:
+            try:
+                events = dict(self.poll.poll())
+            except InterruptedError:
+                continue
+            if events.get(self.state_fd):
+                return "done"
+            if events.get(self.cmd_fd, 0) & (select.POLLERR | select.POLLHUP):
+                return "gone"
+            if events.get(self.cmd_fd, 0) & select.POLLOUT:
+                # drained: the state, if the command is done, was written before the NUL was read
+                ready = dict(self.poll.poll(0))
+                return "done" if ready.get(self.state_fd) else "more"
+
+    def state(self) -> bytes | None:
+        return self.states.next()
+
+
+def feed(in_fd: int, cmd_fd: int, state_fd: int, stdin_fd: int, nonce: str, name: str | None = None) -> int:
     """The feeder's loop (runs in the forked child). Returns its exit status."""
     from guard.shell_interactive import analysis_env, parse_state
 
-    states = StateReader(state_fd, nonce)
-    if not _write_all(cmd_fd, init_text(nonce, SHELL_STATE_FD)):
+    feeder = Feeder(cmd_fd, state_fd, nonce)
+    if feeder.send(init_text(nonce, SHELL_STATE_FD, name)) != "done":
         return 0
-    dump = states.next()
+    dump = feeder.state()
     if dump is None:
         return 0
     state = parse_state(dump)
@@ -318,25 +460,50 @@ def feed(in_fd: int, cmd_fd: int, state_fd: int, stdin_fd: int, nonce: str) -> i
         )
         if decision.message:
             _say(decision.message)
+        full = False
         if decision.action == "refuse":
             record_refusal(text, decision, state.cwd)
             lines = raw.count(b"\n") + (0 if raw.endswith(b"\n") else 1)
-            sent = _write_all(cmd_fd, refused_text(max(1, lines)))
+            data = refused_text(max(1, lines))
         elif verdict != "ok":
             # bash reports it in its own words and runs none of it (non-interactive bash then
             # exits); only a shell that goes on reaches the state call after it
-            sent = _write_all(cmd_fd, raw if raw.endswith(b"\n") else raw + b"\n")
+            data = raw if raw.endswith(b"\n") else raw + b"\n"
             if verdict == "incomplete":  # end of input: bash reports it and exits
+                _write_all(cmd_fd, data)
                 return 0
-            sent = sent and _write_all(cmd_fd, refused_text(0).replace(b"__guard_sync 126", b'__guard_sync "$?"'))
+            data += refused_text(0).replace(b"__guard_sync 126", b'__guard_sync "$?"')
         else:
-            sent = _write_all(cmd_fd, run_text(raw, stdin_fd, SHELL_STATE_FD))
-        if not sent:
+            full = needs_full_state(raw, {*state.aliases, *state.functions})
+            data = run_text(raw, stdin_fd, SHELL_STATE_FD, full)
+        got = feeder.send(data)
+        while got == "more":
+            # the shell wants more than bash -n said the command needs: each further line is
+            # checked like any other before the shell gets it
+            line = reader.line()
+            if not line:
+                return 0
+            more = line.replace(b"\0", b"").decode("utf-8", "surrogateescape")
+            decision = decide(more, cwd=state.cwd, aliases=dict(state.aliases), functions=dict(state.functions),
+                              env=analysis_env(state))
+            if decision.message:
+                _say(decision.message)
+            if decision.action == "refuse":
+                record_refusal(more, decision, state.cwd)
+                return 0  # the shell then reads end of input: nothing of the rest runs
+            got = feeder.send(line)
+            full = True
+        if got == "gone":
             return 0
-        dump = states.next()
+        dump = feeder.state()
         if dump is None:
             return 0
-        state = parse_state(dump)
+        new = parse_state(dump)
+        if not full:  # a short state: status and cwd; the rest is as it was
+            new.variables, new.exported = state.variables, state.exported
+            new.aliases, new.functions = state.aliases, state.functions
+            new.ps1, new.ps2 = state.ps1, state.ps2
+        state = new
 
 
 # Descriptors the real shell holds: the original stdin and the state pipe's write end. High
@@ -359,7 +526,7 @@ def _die_with_parent(parent: int) -> None:
         os._exit(0)
 
 
-def run_stream(parsed: ShellArgs, argv: list[bytes]) -> int:
+def run_stream(parsed: ShellArgs, argv: list[bytes], name: str | None = None) -> int:
     """Run stdin mode one command at a time. Returns the shell's status (when not exec-ing)."""
     nonce = secrets.token_hex(8)
     p_r, p_w = os.pipe()
@@ -374,9 +541,9 @@ def run_stream(parsed: ShellArgs, argv: list[bytes]) -> int:
             os.close(p_r)
             os.close(s_w)
             _die_with_parent(parent)
-            for name in ("SIGINT", "SIGQUIT", "SIGTSTP"):
-                signal.signal(getattr(signal, name), signal.SIG_IGN)
-            status = feed(0, p_w, s_r, SHELL_STDIN_FD, nonce)
+            for sig in (signal.SIGINT, signal.SIGQUIT, signal.SIGTSTP):
+                signal.signal(sig, signal.SIG_IGN)
+            status = feed(0, p_w, s_r, SHELL_STDIN_FD, nonce, name)
         except BaseException:  # noqa: BLE001 - the feeder never prints a traceback
             status = 1
         finally:

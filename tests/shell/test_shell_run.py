@@ -58,10 +58,13 @@ def test_refusal_is_audited(fake_shell: str, sandbox) -> None:
     assert (rec["verdict"], rec["command"], rec["agent"], rec["category"]) == ("refuse", "git push", "agent-7", "publish")
 
 
-def test_stdin_script_is_checked_whole_before_anything_runs(fake_shell: str, sandbox) -> None:
-    p = run(fake_shell, [], sandbox, stdin=b"touch canary\necho ran\ngit push\n")
-    assert (p.returncode, p.stdout, p.stderr) == (126, b"", REFUSAL)
-    assert not (sandbox["scratch"] / "canary").exists()
+def test_stdin_script_runs_command_by_command_as_bash_reads_it(fake_shell: str, sandbox) -> None:
+    # bash runs each complete command as soon as it has read it; the refused one runs nothing,
+    # leaves $? at 126, and the shell goes on
+    p = run(fake_shell, [], sandbox, stdin=b"touch canary\necho ran\ngit push\necho after=$?\ntouch x; git push\n")
+    assert (p.returncode, p.stdout, p.stderr) == (126, b"ran\nafter=126\n", REFUSAL + REFUSAL)
+    assert (sandbox["scratch"] / "canary").exists()
+    assert not (sandbox["scratch"] / "x").exists()
 
 
 def test_script_file_is_checked(fake_shell: str, sandbox) -> None:
