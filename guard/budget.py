@@ -190,6 +190,8 @@ class Worker:
                 os.close(req_w)
                 os.close(rep_r)
                 code = self._serve(req_r, rep_w)
+            except MemoryError:
+                code = _MEMORY_EXIT
             except BaseException:  # noqa: BLE001 - the parent reports a lost worker
                 code = 1
             finally:

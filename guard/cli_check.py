@@ -217,12 +217,12 @@ def _handle_line(raw: bytes, ctx: Context) -> bytes:
         res = verdict_json(v, id_, has_id)
     except MemoryError:
         raise
-    except RecursionError as e:
-        res = {"id": id_} if has_id else {}
-        res.update(verdict="error", message=f"RecursionError: {e}")
+    except RecursionError:
+        return error_answer(raw, "the line is nested too deeply to read")
     except Exception as e:  # one bad line never stops the stream
-        res = {"id": id_} if has_id else {}
-        res.update(verdict="error", message=f"{type(e).__name__}: {e}"[:500])
+        if not has_id:
+            return error_answer(raw, f"{type(e).__name__}: {e}"[:500])
+        res = {"id": id_, "verdict": "error", "message": f"{type(e).__name__}: {e}"[:500]}
     return _dumps(res)
 
 

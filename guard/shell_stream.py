@@ -275,10 +275,10 @@ def syntax(text: bytes, shopts: tuple[str, ...] = ()) -> str:
         )
     except (OSError, subprocess.TimeoutExpired):
         return "ok"
-    if proc.returncode == 0:
-        return "ok"
     err = proc.stderr.decode("utf-8", "replace")
-    return "incomplete" if any(m in err for m in _INCOMPLETE) else "error"
+    if any(m in err for m in _INCOMPLETE):  # a heredoc without its end is only a warning
+        return "incomplete"
+    return "ok" if proc.returncode == 0 else "error"
 
 
 _PARSER_SHOPTS = ("extglob", "extquote", "globasciiranges")

@@ -1,0 +1,213 @@
+"""``guard check --jsonl`` as a long-running stream: one answer per line, in order, the id echoed
+whatever the line holds, and no line able to stall, kill or read the stream.
+
+Also the budgeted worker itself (guard/budget.py) with handlers that loop, sleep, allocate and
+crash: each costs only its own line.
+"""
+
+from __future__ import annotations
+
+import json
+import os
+import resource
+import signal
+import subprocess
+import time
+from pathlib import Path
+
+import pytest
+
+from guard import budget
+from guard.cli_check import partial_answer, salvage_id
+from tests.cli import fuzzgen
+from tests.conftest import guard_bin
+
+CORPUS = ["corpus/agent-commands.jsonl", "corpus/syntax-probe.jsonl", "peers/codex-cases.jsonl",
+          "peers/dcg-cases.jsonl", "peers/safety-net-cases.jsonl"]
+
+
+def stream(lines: list[bytes], *args: str, timeout: float = 900, memory_mib: int | None = None,
+           env: dict[str, str] | None = None) -> subprocess.CompletedProcess[bytes]:
+    def limit() -> None:
+        if memory_mib:
+            resource.setrlimit(resource.RLIMIT_AS, (memory_mib << 20, memory_mib << 20))
+
+    e = dict(os.environ)
+    e.pop("GUARD_FAIL", None)
+    e.update(env or {})
+    return subprocess.run([guard_bin(), "check", "--jsonl", "--tree", "/workspace", "--cwd", "/workspace/app", *args],
+                          input=b"".join(x + b"\n" for x in lines), capture_output=True, timeout=timeout,
+                          preexec_fn=limit, env=e)
+
+
+def answers(p: subprocess.CompletedProcess[bytes], n: int) -> list[dict]:
+    assert p.returncode == 0, p.stderr[-2000:]
+    assert b"Traceback" not in p.stderr, p.stderr[-2000:]
+    out = p.stdout.split(b"\n")
+    assert out[-1] == b""
+    assert len(out) - 1 == n, f"{len(out) - 1} answers for {n} lines"
+    return [json.loads(x) for x in out[:-1]]
+
+
+def expected_id(line: bytes) -> tuple[bool, object]:
+    return salvage_id(line.rstrip(b"\r"))
+
+
+# --------------------------------------------------------------------------- real input
+
+
+def test_whole_shared_corpus_and_peers_as_one_stream(shared: Path) -> None:
+    lines: list[bytes] = []
+    for name in CORPUS:
+        for i, raw in enumerate((shared / name).read_bytes().split(b"\n")):
+            if raw.strip():
+                obj = json.loads(raw)
+                obj["id"] = f"{name}:{i}"
+                lines.append(json.dumps(obj).encode())
+    got = answers(stream(lines), len(lines))
+    ids = [json.loads(x)["id"] for x in lines]
+    assert [a.get("id") for a in got] == ids
+    verdicts = {a["verdict"] for a in got}
+    assert verdicts <= {"allow", "refuse"}, [a for a in got if a["verdict"] not in ("allow", "refuse")][:3]
+    print(f"corpus stream: {len(lines)} lines, {sum(a['verdict'] == 'refuse' for a in got)} refused")
+
+
+def test_ten_thousand_lines_with_every_hostile_line_spread_through(shared: Path) -> None:
+    ordinary = [json.dumps({"id": f"o{i}", "command": c}).encode()
+                for i, c in enumerate(fuzzgen.base_commands(shared, limit=10_000, seed=3))]
+    hostile = fuzzgen.hostile_lines()
+    lines = fuzzgen.spread(ordinary[: 10_000 - len(hostile)], hostile, seed=4)
+    assert len(lines) == 10_000
+    start = time.monotonic()
+    p = stream(lines, "--time-budget", "3")
+    got = answers(p, len(lines))
+    for line, ans in zip(lines, got, strict=True):
+        has, id_ = expected_id(line)
+        assert ("id" in ans) == has and ans.get("id") == id_, (line[:200], ans)
+        if line in ordinary:
+            assert ans["verdict"] in ("allow", "refuse"), (line[:200], ans)
+    by_id = {a.get("id"): a for a in got if isinstance(a.get("id"), str)}
+    # a line naming the stream as a script is analysed as what feeds it, never read from the stream
+    assert by_id["stdin-heredoc"]["verdict"] in ("allow", "refuse")
+    assert by_id["raw-nul"]["verdict"] != "error" and by_id["escaped-nul"]["verdict"] != "error"
+    assert by_id["not-json"]["verdict"] == "error"
+    print(f"hostile stream: {len(lines)} lines in {time.monotonic() - start:.1f} s")
+
+
+def test_answers_stay_in_order_when_lines_arrive_slowly() -> None:
+    p = subprocess.Popen([guard_bin(), "check", "--jsonl"], stdin=subprocess.PIPE, stdout=subprocess.PIPE)
+    try:
+        assert p.stdin is not None and p.stdout is not None
+        for i in range(3):
+            p.stdin.write(json.dumps({"id": i, "command": "git push" if i == 1 else "ls"}).encode() + b"\n")
+            p.stdin.flush()
+            assert json.loads(p.stdout.readline())["id"] == i  # answered before the next line comes
+        p.stdin.close()
+        assert p.wait(30) == 0
+    finally:
+        if p.poll() is None:
+            p.kill()
+            p.wait()
+
+
+def test_line_over_the_time_budget_gets_a_partial_answer_and_the_stream_goes_on(tmp_path: Path) -> None:
+    fifo = tmp_path / "f"
+    os.mkfifo(fifo)
+    # a slow line: bash -c of a megabyte-long chain (whatever the analysis makes of it, the
+    # answer comes within the budget); then ordinary lines
+    lines = [b'{"id": 1, "command": "' + b"a=$a$a; " * 150_000 + b'"}', b'{"id": 2, "command": "ls"}']
+    start = time.monotonic()
+    got = answers(stream(lines, "--time-budget", "0.5"), 2)
+    assert time.monotonic() - start < 30
+    assert [a["id"] for a in got] == [1, 2]
+    assert got[1]["verdict"] == "allow"
+    if got[0]["unresolved"] and got[0]["unresolved"][0].startswith("analysis stopped"):
+        assert got[0]["verdict"] == "allow" and got[0]["invocations"] == []
+
+
+def test_memory_budget_costs_only_the_line(shared: Path) -> None:
+    big = json.dumps({"id": "big", "command": " | ".join(["cat x"] * 30_000)}).encode()
+    lines = [b'{"id": 0, "command": "ls"}', big, b'{"id": 2, "command": "git push"}']
+    got = answers(stream(lines, "--memory-budget", "40"), 3)
+    assert [a["id"] for a in got] == [0, "big", 2]
+    assert got[2]["verdict"] == "refuse"
+    if got[1]["verdict"] == "allow" and got[1]["unresolved"]:
+        assert got[1]["unresolved"][0].startswith("analysis stopped")
+
+
+def test_fail_closed_refuses_what_could_not_be_checked() -> None:
+    lines = [b'{"id": 1, "command": "echo ' + b"w " * 300_000 + b'"}']
+    got = answers(stream(lines, "--memory-budget", "1", env={"GUARD_FAIL": "closed"}), 1)
+    assert got[0]["id"] == 1
+    assert got[0]["verdict"] == "refuse"
+    assert got[0]["message"].startswith("guard: refusing the command (GUARD_FAIL=closed): analysis stopped")
+
+
+def test_single_check_has_the_same_budget() -> None:
+    p = subprocess.run([guard_bin(), "check", "--memory-budget", "1", "--", "echo " + "w " * 60_000],
+                       capture_output=True, text=True, timeout=60)
+    assert p.returncode == 0 and p.stdout.startswith("allow (unresolved: analysis stopped")
+    assert "Traceback" not in p.stderr
+
+
+# --------------------------------------------------------------------------- the worker
+
+
+def _loop(_: bytes) -> bytes:
+    while True:
+        pass
+
+
+def _sleep(_: bytes) -> bytes:
+    time.sleep(3600)
+    return b""
+
+
+def _hog(_: bytes) -> bytes:
+    return b"x" * (4 << 30)
+
+
+def _crash(_: bytes) -> bytes:
+    os.kill(os.getpid(), signal.SIGSEGV)
+    return b""
+
+
+def _read_stdin(_: bytes) -> bytes:
+    with open("/dev/stdin", "rb") as fh:
+        return fh.read() + os.read(0, 10)
+
+
+def _echo(req: bytes) -> bytes:
+    return req.upper()
+
+
+@pytest.mark.parametrize(("handle", "kind"), [(_loop, "time"), (_sleep, "time"), (_hog, "memory"),
+                                              (_crash, "crash")])
+def test_worker_outcomes(handle, kind: str) -> None:
+    w = budget.Worker(handle, seconds=0.3, memory_mib=256)
+    try:
+        start = time.monotonic()
+        out = w.ask(b"x")
+        assert out.kind == kind
+        assert time.monotonic() - start < 10
+        # the next request gets a fresh worker
+        w.handle = _echo
+        assert (w.ask(b"abc").kind, w.ask(b"abc").answer) == ("ok", b"ABC")
+    finally:
+        w.stop()
+
+
+def test_worker_reads_nothing_of_the_callers_stdin() -> None:
+    w = budget.Worker(_read_stdin)
+    try:
+        out = w.ask(b"")
+        assert (out.kind, out.answer) == ("ok", b"")
+    finally:
+        w.stop()
+
+
+def test_partial_answer_keeps_the_id_of_a_line_that_is_not_json() -> None:
+    ans = json.loads(partial_answer(b'{"id": [1, "x"], "command": "ls" oops', budget.Outcome("time", detail="1 s"),
+                                    closed=False))
+    assert ans["id"] == [1, "x"]
+    assert ans["unresolved"] == ["analysis stopped: the command took longer than 1 s to analyse"]
