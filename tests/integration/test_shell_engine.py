@@ -65,12 +65,14 @@ def test_refused_script_and_stdin(tree) -> None:
     (tree["work"] / "s.sh").write_text("touch canary\ngit push origin feature\n")
     p = subprocess.run([gs, "s.sh"], capture_output=True, cwd=tree["work"], env=_env(tree), timeout=60)
     assert p.returncode == 126
+    # stdin runs one command at a time, as bash reads it: the push is refused, what came before ran
     p = subprocess.run(
-        [gs], input=b"touch canary\ngit push origin feature\n", capture_output=True, cwd=tree["work"],
+        [gs], input=b"touch canary2\ngit push origin feature\n", capture_output=True, cwd=tree["work"],
         env=_env(tree), timeout=60,
     )
     assert p.returncode == 126
     assert not (tree["work"] / "canary").exists()
+    assert (tree["work"] / "canary2").exists()
 
 
 def test_nested_guard_shell_checks_again(tree) -> None:

@@ -154,7 +154,8 @@ def test_nul_bytes_in_script_file(checked_shell: str, sandbox) -> None:
 
 
 def test_ten_megabyte_stdin_script(checked_shell: str, sandbox) -> None:
-    script = b": " + b"x" * 100 + b"\n"
+    # 10 MB in 10,000 commands: each is checked and run before the next is read
+    script = b": " + b"x" * 1000 + b"\n"
     data = script * (10_000_000 // len(script)) + b"echo done\n"
     bash, guarded = _both(checked_shell, [], sandbox, stdin=data)
     assert guarded.returncode == bash.returncode == 0
