@@ -510,36 +510,16 @@ def read_script_file(path: str, limit: int = MAX_SCRIPT_BYTES, search: bool = Tr
         return ScriptFile("missing")
     if not stat.S_ISREG(st.st_mode):
         return _special_script(path, st)
-    flags = os.O_RDONLY | os.O_NONBLOCK | getattr(os, "O_NOCTTY", 0) | getattr(os, "O_CLOEXEC", 0)
-    try:
-        fd = os.open(found, flags)
-    except OSError:
-        return ScriptFile("missing")
-    try:
-        st = os.fstat(fd)
-        if not stat.S_ISREG(st.st_mode):  # replaced between the stat and the open
-            return _special_script(path, st)
-        if st.st_size > limit:
-            return ScriptFile("unknown", reason=f"{path} is larger than {limit} bytes")
-        chunks = []
-        left = limit + 1
-        while left > 0:
-            try:
-                b = os.read(fd, min(left, 1 << 20))
-            except InterruptedError:
-                continue
-            except OSError:
-                return ScriptFile("missing")
-            if not b:
-                break
-            chunks.append(b)
-            left -= len(b)
-        if left <= 0:
-            return ScriptFile("unknown", reason=f"{path} is larger than {limit} bytes")
-        # bash drops NUL bytes from a script it reads; so does the analysis
-        return ScriptFile("text", b"".join(chunks).replace(b"\0", b"").decode("utf-8", "surrogateescape"))
-    finally:
-        os.close(fd)
+    from guard.resolve import files
+
+    if files.names_descriptor(found):  # a regular file on a descriptor: bash opens it afresh
+        found = os.path.realpath(found)
+    text, why = files.read_text(found, limit)
+    if text is not None:
+        return ScriptFile("text", text)
+    if why and why.startswith("larger"):
+        return ScriptFile("unknown", reason=f"{path} is {why.removesuffix(', not read')}")
+    return ScriptFile("missing")
 
 
 def _special_script(path: str, st: os.stat_result) -> ScriptFile:

@@ -28,13 +28,6 @@ OTHER = ["fifo-writer", "fifo-no-writer", "/dev/tty", "directory", "socket"]
 TIMEOUT = 60
 
 
-def _fifo_pending(kind: str):
-    """FIFOs named inside a command are the analysis's to leave alone (issue 12's resolve-side
-    reader); until that lands on main these cases are expected to fail."""
-    return pytest.param(kind, marks=pytest.mark.xfail(
-        reason="the resolve-side reader that never opens a FIFO has not landed", strict=False))
-
-
 class Place:
     """A special path made for one test, and a writer for the FIFO that has one."""
 
@@ -113,13 +106,10 @@ def compare(args: list[str], sandbox, server: str, stdin: bytes = b"", place: Pl
     return guarded
 
 
-IN_COMMAND = [*STDIN_PATHS, _fifo_pending("fifo-writer"), _fifo_pending("fifo-no-writer"), "/dev/tty", "directory",
-              "socket"]
-ALL = pytest.mark.parametrize("place", IN_COMMAND, indirect=True)
-REACHABLE = pytest.mark.parametrize("place", [p for p in IN_COMMAND if getattr(p, "values", [p])[0] != "fifo-no-writer"],
+ALL = pytest.mark.parametrize("place", STDIN_PATHS + OTHER, indirect=True)
+REACHABLE = pytest.mark.parametrize("place", STDIN_PATHS + ["fifo-writer", "/dev/tty", "directory", "socket"],
                                     indirect=True)
-OPERAND = pytest.mark.parametrize("place", STDIN_PATHS + ["fifo-writer", "/dev/tty", "directory", "socket"],
-                                  indirect=True)
+OPERAND = REACHABLE
 
 
 @SERVER
