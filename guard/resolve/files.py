@@ -10,7 +10,9 @@ swapped for a FIFO between the two steps still cannot block or become the contro
 and ``fstat`` on the open descriptor confirms it is the same regular file. Everything else comes
 back as a reason, for the verdict's ``unresolved`` list, and is never opened.
 
-NUL bytes are removed from what is read, as bash removes them from a script it reads.
+NUL bytes are removed from what is read, as bash removes them from a script it reads. A file with
+a NUL in its first line (within 80 bytes) is binary, as bash's own check for ``bash FILE`` decides:
+bash will not run it as a script and the kernel execs it as a program, so it is not read.
 """
 
 from __future__ import annotations
@@ -104,4 +106,6 @@ def read_text(path: str, cap: int) -> tuple[str | None, str | None]:
     data = b"".join(chunks)
     if len(data) > cap:
         return None, f"larger than {cap} bytes, not read"
+    if b"\0" in data[:80].split(b"\n", 1)[0]:
+        return None, "a binary file, not read"
     return strip_nul(data.decode("utf-8", "replace")), None

@@ -46,10 +46,24 @@ def test_other_paths_are_not_standard_input(path: str) -> None:
 
 def test_regular_file_is_read_without_nul_bytes(tmp_path: Path) -> None:
     p = tmp_path / "s.sh"
-    p.write_bytes(b"git\0 push\n\xff")
+    p.write_bytes(b"echo hi\ngit\0 push\n\xff")
     text, why = files.read_text(str(p), 1024)
     assert why is None
-    assert text == "git push\n\ufffd"
+    assert text == "echo hi\ngit push\n\ufffd"
+
+
+def test_binary_file_is_not_read_as_a_script(tmp_path: Path) -> None:
+    """bash's rule: a NUL in the first line (within 80 bytes) makes it binary; later NULs are dropped."""
+    assert files.read_text("/bin/ls", 1 << 20) == (None, "a binary file, not read")
+    p = tmp_path / "later.sh"
+    p.write_bytes(b"#!/bin/sh\necho a\0b\n")
+    assert files.read_text(str(p), 1024) == ("#!/bin/sh\necho ab\n", None)
+
+
+def test_running_a_binary_by_path_is_quick() -> None:
+    start = time.monotonic()
+    v = verdict("/bin/ls -la; x=$(printf ok) /bin/rm -r /tmp/nothing-here")
+    assert time.monotonic() - start < 2 and v.verdict == "allow", v.unresolved
 
 
 def test_file_over_the_cap_is_not_read(tmp_path: Path) -> None:
