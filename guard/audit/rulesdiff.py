@@ -6,7 +6,7 @@ command whose verdict, category or tool changes is reported, grouped by the rule
 now (or decided it before, when no rule does any more), with how often the corpus holds it.
 
 A rule set is given as paths, the way ``GUARD_RULES`` gives them: files and folders of rule
-YAML layered on the shipped rules. A folder holding ``config.yaml`` and ``commands/`` is a whole
+YAML layered on the shipped rules. A folder holding ``config.yaml``, ``programs/`` and ``commands/`` is a whole
 rule tree (another version of ``rules/``) and replaces the shipped rules instead. ``--old``
 defaults to the shipped rules.
 
@@ -63,7 +63,8 @@ def rule_set(paths: list[str]) -> Any:
         layers = loader.rule_layers(tuple(paths), None)
     else:
         base = Path(whole[0])
-        files = (base / "config.yaml", *sorted((base / "commands").glob("*.yaml")))
+        files = (base / "config.yaml", *sorted((base / "programs").glob("*.yaml")),
+                 *sorted((base / "commands").glob("*.yaml")))
         layers = [loader.Layer(str(base), files, True)]
         layers += loader.rule_layers(tuple(p for p in paths if p != whole[0]), None)[1:]
     rs = loader.compile_layers(layers)
