@@ -45,16 +45,18 @@ DOUBLINGS = "a=gitgit; " + "a=$a$a; " * 30
         ("huge printf width", "if false; then x=$(printf '%0900000000d' 1); fi", None),
         ("long pipeline then a syntax error", " | ".join(["cat"] * 16000) + " (", "too costly"),
         ("million-character pipeline", " | ".join(["cat"] * 200000), "too costly"),
-        ("thirty thousand stages", " | ".join(["cat"] * 30000), "command too large"),
+        # near the parse budget: which of the two budgets stops it depends on the machine's speed
+        ("thirty thousand stages", " | ".join(["cat"] * 30000), ("command too large", "too costly")),
         ("a hundred thousand words", "echo " + " w" * 100000, "command too large"),
         ("deep nesting", "if true; then " * 300 + "git push; " + "fi; " * 300, "nesting deeper"),
     ],
 )
-def test_hostile_input_is_bounded(name: str, cmd: str, note: str | None) -> None:
+def test_hostile_input_is_bounded(name: str, cmd: str, note: str | tuple[str, ...] | None) -> None:
     answer = run_child(cmd)
     assert answer["cpu"] < 10, (name, answer["cpu"])
     if note:
-        assert any(note in u for u in answer["unresolved"]), (name, answer["unresolved"])
+        notes = (note,) if isinstance(note, str) else note
+        assert any(n in u for u in answer["unresolved"] for n in notes), (name, answer["unresolved"])
 
 
 def test_a_budget_never_hides_the_commands_before_it() -> None:
