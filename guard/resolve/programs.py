@@ -661,7 +661,22 @@ INLINE_FLAGS = {
     "perl": ("-e", "-E"),
     "ruby": ("-e",),
     "php": ("-r",),
+    "lua": ("-e",),
+    "r": ("-e",),
+    "julia": ("-e", "-E", "--eval", "--print"),
+    "expect": ("-c",),
 }
+# Options whose value is the next word (so that word is not the script).
+_VALUE_FLAGS = {
+    "python": ("-W", "-X"),
+    "node": ("-r", "--require", "--import", "--loader"),
+    "lua": ("-l",),
+    "julia": ("-t", "--threads", "-p", "--procs", "-L", "--load", "-J", "--sysimage"),
+    "expect": ("-f",),
+    "tcl": ("-encoding",),
+}
+# python -m MODULE that runs code given to it: where the code is.
+_PY_TIMEIT_VALUES = ("-n", "--number", "-r", "--repeat", "-u", "--unit")
 
 
 def _interpreter(
@@ -671,46 +686,116 @@ def _interpreter(
     lang = interpreter_lang(argv[0])
     if lang is None:
         return False
-    code, label = _inline_source(lang, argv, st, cwd, stdin)
+    code, label, args = _inline_source(lang, argv, st, cwd, stdin)
     if code is None:
         return False
-    inline_findings(w, lang, code, label, st, fr, cwd, env)
+    inline_findings(w, lang, code, label, st, fr, cwd, env, args)
     return True
 
 
 def _inline_source(
     lang: str, argv: tuple[str, ...], st: State, cwd: str, stdin: str | None
-) -> tuple[str | None, str]:
+) -> tuple[str | None, str, tuple[str, ...]]:
+    """The program text an interpreter runs, a label for it, and the program's own arguments
+    (``sys.argv`` for Python)."""
     prog = basename(argv[0])
     if lang == "awk":
         i = 1
         while i < len(argv) and argv[i].startswith("-"):
             if argv[i] == "-f" and i + 1 < len(argv):
-                return read_script(argv[i + 1], st, cwd, stdin)[0], f"awk -f {_show(argv[i + 1])}"
+                return read_script(argv[i + 1], st, cwd, stdin)[0], f"awk -f {_show(argv[i + 1])}", ()
             i += 2 if argv[i] in ("-F", "-v") else 1
-        return (argv[i], "awk") if i < len(argv) else (None, "")
-    flags = INLINE_FLAGS.get(lang, ())
-    for j, a in enumerate(argv[1:], start=1):
+        return (argv[i], "awk", ()) if i < len(argv) else (None, "", ())
+    first = 1
+    if prog.startswith("deno") and len(argv) > 1 and argv[1] in ("eval", "run"):
+        if argv[1] == "eval":  # deno eval [OPTIONS] CODE
+            code = next((a for a in argv[2:] if not a.startswith("-")), None)
+            return code, "deno eval", ()
+        first = 2
+    flags = INLINE_FLAGS.get("expect" if prog == "expect" else lang, ())
+    values = _VALUE_FLAGS.get("expect" if prog == "expect" else lang, ())
+    j = first
+    while j < len(argv):
+        a = argv[j]
         for f in flags:
             if a == f and j + 1 < len(argv):
-                return argv[j + 1], f"{prog} {f}"
+                return argv[j + 1], f"{prog} {f}", ("-c", *argv[j + 2 :])
             if a.startswith(f) and len(f) == 2 and len(a) > 2 and not a.startswith("--"):
-                return a[2:], f"{prog} {f}"
+                return a[2:], f"{prog} {f}", ("-c", *argv[j + 1 :])
         if a == "-m" and lang == "python":
-            return None, ""
+            return _python_module(argv[j + 1 :], prog, st, cwd, stdin)
+        if a == "-f" and prog == "expect" and j + 1 < len(argv):
+            a = argv[j + 1]
+            j += 1
+        elif a in values:
+            j += 2
+            continue
         if a == "-" or (not a.startswith("-")):
             if a == "-":
-                return stdin, f"{prog} stdin"
-            return read_script(a, st, cwd, stdin)[0], f"{prog} {_show(a)}"
+                return stdin, f"{prog} stdin", ("-", *argv[j + 1 :])
+            return read_script(a, st, cwd, stdin)[0], f"{prog} {_show(a)}", tuple(argv[j:])
+        j += 1
     if stdin is not None:
-        return stdin, f"{prog} stdin"
-    return None, ""
+        return stdin, f"{prog} stdin", ("",)
+    return None, "", ()
+
+
+def _python_module(
+    rest: tuple[str, ...], prog: str, st: State, cwd: str, stdin: str | None
+) -> tuple[str | None, str, tuple[str, ...]]:
+    """``python -m MODULE …`` for the standard modules that run code they are given:
+    ``timeit`` (its setup and statements), ``code`` (reads its standard input as a console),
+    ``runpy MODULE``, and ``cProfile``/``profile``/``trace``/``pdb`` (a script or ``-m``)."""
+    if not rest:
+        return None, "", ()
+    mod, args = rest[0], rest[1:]
+    label = f"{prog} -m {mod}"
+    if mod == "timeit":
+        parts: list[str] = []
+        i = 0
+        while i < len(args):
+            a = args[i]
+            if a in ("-s", "--setup") and i + 1 < len(args):
+                parts.append(args[i + 1])
+                i += 2
+                continue
+            if a.startswith("--setup="):
+                parts.append(a.split("=", 1)[1])
+            elif a in _PY_TIMEIT_VALUES:
+                i += 1
+            elif a == "--":
+                parts.extend(args[i + 1 :])
+                break
+            elif not a.startswith("-"):
+                parts.append(a)
+            i += 1
+        return ("\n".join(parts) if parts else None), label, ()
+    if mod == "code":
+        return stdin, label, ()
+    if mod == "runpy":
+        return _python_module(args, prog, st, cwd, stdin)
+    if mod in ("cProfile", "profile", "trace", "pdb"):
+        i = 0
+        while i < len(args):
+            a = args[i]
+            if a == "-m":
+                return _python_module(args[i + 1 :], prog, st, cwd, stdin)
+            if a in ("-o", "-s", "-c", "--file", "-C", "--coverdir", "--ignore-module", "--ignore-dir") and not (
+                mod == "trace" and a == "-c"
+            ):
+                i += 2
+                continue
+            if not a.startswith("-"):
+                return read_script(a, st, cwd, stdin)[0], f"{label} {_show(a)}", tuple(args[i:])
+            i += 1
+    return None, "", ()
 
 
 def inline_findings(
-    w: Walker, lang: str, code: str, label: str, st: State, fr: Frame, cwd: str, env: dict[str, str | None]
+    w: Walker, lang: str, code: str, label: str, st: State, fr: Frame, cwd: str, env: dict[str, str | None],
+    args: tuple[str, ...] = (),
 ) -> None:
-    findings, notes = analyze_inline(lang, code)
+    findings, notes = analyze_inline(lang, code, args)
     for n in notes[:5]:
         w.sink.note(n)
     for f in findings:
@@ -755,7 +840,7 @@ def _executable_script(
         return True
     lang = interpreter_lang(interp)
     if lang:
-        inline_findings(w, lang, text, _show(argv[0]), st, fr, cwd, env)
+        inline_findings(w, lang, text, _show(argv[0]), st, fr, cwd, env, tuple(argv))
         return False  # still emit the script itself
     return False
 

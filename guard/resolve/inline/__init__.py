@@ -20,8 +20,17 @@ from __future__ import annotations
 
 import re
 
-from guard.ir import UNKNOWN  # noqa: F401 - re-exported for analysers
-from guard.record import dataclass
+from guard.ir import UNKNOWN
+from guard.resolve.inline.common import (
+    MAX_SOURCE,
+    TOKEN_VARS,
+    UNK,
+    Finding,
+    Unknown,
+    argv_of_string,
+    join_shell,
+    looks_like_command,
+)
 
 __all__ = [
     "Finding",
@@ -29,54 +38,14 @@ __all__ = [
     "TOKEN_VARS",
     "MAX_SOURCE",
     "UNK",
+    "UNKNOWN",
     "Unknown",
     "analyze_inline",
+    "argv_of_string",
     "interpreter_lang",
+    "join_shell",
+    "looks_like_command",
 ]
-
-MAX_SOURCE = 1_000_000  # characters; larger sources are not analysed
-
-
-class Unknown:
-    """The evaluators' "not a constant" value; ``UNK`` is its one instance."""
-
-    __slots__ = ()
-
-    def __repr__(self) -> str:
-        return "UNK"
-
-
-UNK = Unknown()
-
-TOKEN_VARS = frozenset(
-    {
-        "GITHUB_TOKEN",
-        "GH_TOKEN",
-        "GH_ENTERPRISE_TOKEN",
-        "GITHUB_PAT",
-        "GIT_TOKEN",
-        "GITHUB_ENTERPRISE_TOKEN",
-    }
-)
-
-# Shell-language command words the string-literal fallbacks look for.
-COMMAND_WORDS = ("git", "gh", "hub", "curl", "wget", "http", "https", "xh")
-
-
-@dataclass(frozen=True, slots=True)
-class Finding:
-    kind: str  # "argv" | "shell" | "http" | "token" | "gitlib"
-    argv: tuple[str, ...] = ()
-    shell: str = ""
-    cwd: str | None = None
-    method: str = ""
-    url: str = ""
-    body: str | None = None
-    var: str = ""
-    op: str = ""
-    detail: str = ""
-    line: int = 0
-
 
 INTERPRETERS: dict[str, str] = {
     "python": "python",
@@ -99,9 +68,18 @@ INTERPRETERS: dict[str, str] = {
     "mawk": "awk",
     "nawk": "awk",
     "busybox-awk": "awk",
+    "lua": "lua",
+    "luajit": "lua",
+    **{f"lua5.{n}": "lua" for n in range(1, 5)},
+    "tclsh": "tcl",
+    "wish": "tcl",
+    "expect": "tcl",
+    "R": "r",
+    "Rscript": "r",
+    "julia": "julia",
 }
 
-_VERSIONED = re.compile(r"(python|pypy|perl|ruby|php|node)(\d+(\.\d+)*)?$")
+_VERSIONED = re.compile(r"(python|pypy|perl|ruby|php|node|lua|tclsh)(\d+(\.\d+)*)?$")
 
 
 def interpreter_lang(program: str) -> str | None:
@@ -117,54 +95,52 @@ def interpreter_lang(program: str) -> str | None:
     return None
 
 
-def analyze_inline(lang: str, source: str) -> tuple[list[Finding], list[str]]:
-    """Findings of an inline program and the notes on what stayed unresolved. Never raises."""
-    if lang not in {"python", "node", "perl", "ruby", "php", "awk"}:
+# The analysers, each imported on first use (most commands run no inline program).
+
+
+def _python(lang: str, source: str, args: tuple[str, ...]) -> tuple[list[Finding], list[str]]:
+    from guard.resolve.inline.python import analyze_python
+
+    return analyze_python(source, args)
+
+
+def _node(lang: str, source: str, args: tuple[str, ...]) -> tuple[list[Finding], list[str]]:
+    from guard.resolve.inline.node import analyze_node
+
+    return analyze_node(source)
+
+
+def _oneliner(lang: str, source: str, args: tuple[str, ...]) -> tuple[list[Finding], list[str]]:
+    from guard.resolve.inline.oneliners import analyze_oneliner
+
+    return analyze_oneliner(lang, source)
+
+
+def _tcl(lang: str, source: str, args: tuple[str, ...]) -> tuple[list[Finding], list[str]]:
+    from guard.resolve.inline.tcl import analyze_tcl
+
+    return analyze_tcl(source)
+
+
+_ANALYSERS = {
+    "python": _python,
+    "node": _node,
+    **{lang: _oneliner for lang in ("perl", "ruby", "php", "awk", "lua", "r", "julia")},
+    "tcl": _tcl,
+}
+
+
+def analyze_inline(lang: str, source: str, args: tuple[str, ...] = ()) -> tuple[list[Finding], list[str]]:
+    """Findings of an inline program and the notes on what stayed unresolved. ``args`` are the
+    program's own arguments where the analyser uses them (Python's ``sys.argv``). Never raises."""
+    analyse = _ANALYSERS.get(lang)
+    if analyse is None:
         return [], [f"{lang}: no analyser for this language"]
     if len(source) > MAX_SOURCE:
         return [], [f"{lang}: source larger than {MAX_SOURCE} characters, not analysed"]
     try:
-        if lang == "python":
-            from guard.resolve.inline.python import analyze_python
-
-            return analyze_python(source)
-        if lang == "node":
-            from guard.resolve.inline.node import analyze_node
-
-            return analyze_node(source)
-        from guard.resolve.inline.oneliners import analyze_oneliner
-
-        return analyze_oneliner(lang, source)
+        return analyse(lang, source, args)
     except RecursionError:
         return [], [f"{lang}: source nested too deeply, not analysed"]
     except Exception as exc:  # noqa: BLE001 - an analyser bug must never break the guard
         return [], [f"{lang}: analysis failed ({type(exc).__name__})"]
-
-
-def argv_of_string(text: str) -> tuple[str, ...]:
-    """Split a command string the way a program would without a shell (shlex, lenient)."""
-    import shlex
-
-    try:
-        return tuple(shlex.split(text))
-    except ValueError:
-        return tuple(text.split())
-
-
-def join_shell(argv: tuple[str, ...] | list[str]) -> str:
-    """Quote an argv as one shell string (for list forms handed to a shell)."""
-    import shlex
-
-    return shlex.join(argv)
-
-
-_CMD_RE = re.compile(
-    r"(?:^|[;&|(]\s*|&&\s*|\|\|\s*)(?:sudo\s+|exec\s+|command\s+|env\s+)?(?:\S*/)?(?:"
-    + "|".join(COMMAND_WORDS)
-    + r")(?:\s|$)"
-)
-
-
-def looks_like_command(text: str) -> bool:
-    """A string literal that reads like a git/gh/curl … command line (for fallback scans)."""
-    return bool(_CMD_RE.search(text.strip()))

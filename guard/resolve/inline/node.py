@@ -14,7 +14,7 @@ from functools import lru_cache
 
 from guard.ir import UNKNOWN
 from guard.record import dataclass
-from guard.resolve.inline import TOKEN_VARS, UNK, Finding, Unknown, argv_of_string
+from guard.resolve.inline.common import TOKEN_VARS, UNK, Finding, Unknown, argv_of_string
 
 MAX_STEPS = 600_000
 MAX_DEPTH = 60
@@ -41,7 +41,7 @@ class Ref:
 
 # Builtin modules `node -e` exposes as globals, and other globals of interest.
 _GLOBAL_MODULES = {"child_process", "http", "https", "fs", "util"}
-_GLOBALS = {"process", "fetch", "Bun", "Deno", "JSON", "console", "Object", "require", "axios"}
+_GLOBALS = {"process", "fetch", "Request", "Bun", "Deno", "JSON", "console", "Object", "require", "axios"}
 
 _CP_SHELL = {"exec", "execSync"}
 _CP_FILE = {"spawn", "spawnSync", "execFile", "execFileSync"}
@@ -183,6 +183,7 @@ class _Analyzer:
             elif t == "import_statement":
                 self.import_stmt(n)
             elif t == "call_expression":
+                self.promise_then(n)
                 self.call(n)
             elif t == "new_expression":
                 self.new(n)
@@ -414,9 +415,12 @@ class _Analyzer:
             return self.ev_call(n, d)
         if t == "new_expression":
             ctor = self.ref(n.child_by_field_name("constructor"))
-            if ctor is not None:
-                return Ref(f"{ctor.qual}()")
-            return UNK
+            if ctor is None:
+                return UNK
+            if ctor.qual in {"Request", "undici.Request", "node-fetch.Request"}:
+                vals = [self.ev(a, d) for a in self.args_of(n)]
+                return Ref("Request()", (vals[0] if vals else UNK, vals[1] if len(vals) > 1 else {}))
+            return Ref(f"{ctor.qual}()")
         return UNK
 
     def args_of(self, n) -> list:  # type: ignore[no-untyped-def]
@@ -486,6 +490,34 @@ class _Analyzer:
         fn = n.child_by_field_name("function")
         if fn is not None:
             self.call_with(n, fn, self.args_of(n))
+
+    def promise_then(self, n) -> None:  # type: ignore[no-untyped-def]
+        """``import('child_process').then(cp => cp.execSync(…))``: the callback's parameter is the
+        module (or the object) the promise resolves to."""
+        fn = n.child_by_field_name("function")
+        if fn is None or fn.type != "member_expression":
+            return
+        prop = fn.child_by_field_name("property")
+        args = self.args_of(n)
+        if prop is None or self.text(prop) != "then" or not args:
+            return
+        obj = fn.child_by_field_name("object")
+        base = self.ev(obj)
+        if not isinstance(base, Ref) or "(" in base.qual or args[0].type not in {"arrow_function", "function_expression", "function"}:
+            return
+        cb = args[0]
+        param = cb.child_by_field_name("parameter")
+        if param is None:
+            params = cb.child_by_field_name("parameters")
+            param = params.named_children[0] if params is not None and params.named_children else None
+        if param is None:
+            return
+        if param.type == "identifier":
+            self.env[self.text(param)] = base
+        elif param.type == "object_pattern":
+            for p in param.named_children:
+                if p.type == "shorthand_property_identifier_pattern":
+                    self.env[self.text(p)] = Ref(f"{base.qual}.{self.text(p)}", base.data)
 
     def error_calls(self, n) -> None:  # type: ignore[no-untyped-def]
         """Inside a syntax error, ``callee ( args…`` without its closing parenthesis."""
@@ -622,6 +654,9 @@ class _Analyzer:
         if q in {"fetch", "node-fetch", "node-fetch.default", "undici.fetch", "cross-fetch"}:
             url = vals[0] if vals else UNK
             opts = vals[1] if len(vals) > 1 and isinstance(vals[1], dict) else {}
+            if isinstance(url, Ref) and url.qual == "Request()":  # fetch(new Request(url, init))
+                url, init = url.data
+                opts = {**(init if isinstance(init, dict) else {}), **opts}
             body = opts.get("body")
             method = opts.get("method", "POST" if body is not None else "GET")
             self.http_add(n, method, _url(url), body, q)

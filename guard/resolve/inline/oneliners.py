@@ -1,4 +1,4 @@
-"""Perl, Ruby, PHP and awk one-liners: their shell-out forms.
+"""Perl, Ruby, PHP, awk, Lua, R and Julia one-liners: their shell-out forms.
 
 No full parser exists for these here, so a small lexer per language turns the program into
 tokens (string literals with their interpolations, command literals such as backticks and
@@ -6,7 +6,9 @@ tokens (string literals with their interpolations, command literals such as back
 programs: ``system``/``exec``/``open`` with a pipe (Perl), ``system``/``exec``/``spawn``/
 ``IO.popen``/``Open3.*`` (Ruby), ``shell_exec``/``system``/``exec``/``passthru``/``popen``/
 ``proc_open``/``pcntl_exec`` (PHP), ``system()``, ``print … | "cmd"`` and ``"cmd" | getline``
-(awk). Simple assignments of string or list constants are followed. Strings that are only
+(awk), ``os.execute``/``io.popen`` (Lua), ``system``/``system2``/``pipe``/``processx::run`` (R),
+and command literals handed to ``run``/``read``/``success``/``open``/``pipeline`` (Julia, where a
+backtick literal alone runs nothing and is split into words without a shell). Simple assignments of string or list constants are followed. Strings that are only
 printed are data.
 """
 
@@ -16,7 +18,7 @@ import re
 
 from guard.ir import UNKNOWN
 from guard.record import dataclass
-from guard.resolve.inline import UNK, Finding
+from guard.resolve.inline.common import UNK, Finding, argv_of_string
 
 MAX_TOKENS = 500_000
 MAX_FINDINGS = 1_000
@@ -32,6 +34,13 @@ class Tok:
 @dataclass(frozen=True, slots=True)
 class Var:
     name: str
+
+
+@dataclass(frozen=True, slots=True)
+class _JuliaCmd:
+    """A Julia command literal (`` `git push` ``): a value, run only when handed to ``run`` & co."""
+
+    text: str
 
 
 class _Hash:
@@ -107,6 +116,8 @@ _OCT_ESC = re.compile(r"[0-7]{1,3}")
 _PERL_VAR = re.compile(r"[$@](\{\w+\}|\w+(?:::\w+)*)(\[[^\]]*\]|\{[^}]*\})?")
 _PHP_VAR = re.compile(r"\{\$(\w+)[^}]*\}|\$\{(\w+)\}|\$(\w+)(\[[^\]]*\]|->\w+)?")
 _RUBY_INTERP = re.compile(r"#\{([^}]*)\}|#([@$]\w+)")
+_JULIA_INTERP = re.compile(r"\$(\w+)")
+_LUA_LONG = re.compile(r"\[(=*)\[")
 
 
 def _interp(content: str, lang: str) -> tuple:
@@ -156,6 +167,18 @@ def _interp(content: str, lang: str) -> tuple:
                 parts.append(Var("$" + name) if simple else UNKNOWN)
                 i = m.end()
                 continue
+        if lang == "julia" and c == "$":
+            m = _JULIA_INTERP.match(content, i)
+            if m:
+                flush()
+                parts.append(Var(m.group(1)))
+                i = m.end()
+                continue
+            if content.startswith("$(", i):
+                flush()
+                _, i = _delimited(content, i + 2, "(")
+                parts.append(UNKNOWN)
+                continue
         if lang == "ruby" and c == "#":
             m = _RUBY_INTERP.match(content, i)
             if m:
@@ -168,6 +191,31 @@ def _interp(content: str, lang: str) -> tuple:
         i += 1
     flush()
     return tuple(parts)
+
+
+_LINE_COMMENT = {"perl", "ruby", "awk", "php", "r", "julia"}  # "#" to the end of the line
+
+
+def _comment_end(src: str, i: int, lang: str, after_dollar: bool) -> int | None:
+    """Where a comment starting at src[i] ends (its newline is not part of it), None if none does."""
+    n = len(src)
+
+    def upto(end: str, start: int, inclusive: bool) -> int:
+        j = src.find(end, start)
+        return n if j < 0 else j + (len(end) if inclusive else 0)
+
+    if lang == "lua" and src.startswith("--", i):
+        m = _LUA_LONG.match(src, i + 2)
+        return upto("]" + m.group(1) + "]", m.end(), True) if m else upto("\n", i, False)
+    if lang == "julia" and src.startswith("#=", i):
+        return upto("=#", i + 2, True)
+    if lang == "php" and src.startswith("/*", i):
+        return upto("*/", i + 2, True)
+    if (src[i] == "#" and lang in _LINE_COMMENT and not (lang == "perl" and after_dollar)) or (
+        lang == "php" and src.startswith("//", i)
+    ):
+        return upto("\n", i, False)
+    return None
 
 
 def _lex(src: str, lang: str) -> list[Tok]:
@@ -200,32 +248,41 @@ def _lex(src: str, lang: str) -> list[Tok]:
         if c in " \t\r\f\v":
             i += 1
             continue
-        # comments
-        if c == "#" and lang in {"perl", "ruby", "awk", "php"} and not (lang == "perl" and toks and toks[-1].value == "$"):
-            j = src.find("\n", i)
-            i = n if j < 0 else j
-            continue
-        if lang == "php" and src.startswith("//", i):
-            j = src.find("\n", i)
-            i = n if j < 0 else j
-            continue
-        if lang == "php" and src.startswith("/*", i):
-            j = src.find("*/", i + 2)
-            line += src.count("\n", i, n if j < 0 else j)
-            i = n if j < 0 else j + 2
+        end = _comment_end(src, i, lang, bool(toks) and toks[-1].value == "$")
+        if end is not None:
+            line += src.count("\n", i, end)
+            i = end
             continue
         if lang == "php" and src.startswith("<?php", i):
             i += 5
             continue
         start = i
         # quoted literals
-        if c == "'" and lang != "awk":
+        if lang == "lua" and c == "[" and (m := _LUA_LONG.match(src, i)):
+            j = src.find("]" + m.group(1) + "]", m.end())
+            body = src[m.end() : n if j < 0 else j].removeprefix("\n")
+            i = n if j < 0 else j + len(m.group(0))
+            push("str", (body,))
+        elif lang == "julia" and src.startswith('"""', i):
+            j = src.find('"""', i + 3)
+            push("str", _interp(src[i + 3 : n if j < 0 else j], lang))
+            i = n if j < 0 else j + 3
+        elif lang in {"lua", "r"} and c == "'":
+            body, i = _delimited(src, i + 1, "'")
+            push("str", _interp(body, lang))
+        elif lang == "lua" and src.startswith("..", i):
+            push("op", "..")
+            i += 2
+        elif lang == "r" and src.startswith("<-", i):
+            push("op", "<-")
+            i += 2
+        elif c == "'" and lang != "awk":
             body, i = _delimited(src, i + 1, "'")
             push("str", _single(body, "'"))
         elif c == '"':
             body, i = _delimited(src, i + 1, '"')
             push("str", _interp(body, lang))
-        elif c == "`" and lang in {"perl", "ruby", "php"}:
+        elif c == "`" and lang in {"perl", "ruby", "php", "julia"}:
             body, i = _delimited(src, i + 1, "`")
             push("cmd", _interp(body, lang))
         elif lang == "perl" and (m := _PERL_QUOTE.match(src, i)) and (
@@ -323,7 +380,15 @@ _CALLS = {
              "Open3.pipeline_rw", "Open3.pipeline_start", "PTY.spawn"},
     "php": {"shell_exec", "system", "exec", "passthru", "popen", "proc_open", "pcntl_exec"},
     "awk": {"system"},
+    "lua": {"os.execute", "io.popen"},
+    "r": {"system", "system2", "shell", "pipe", "processx.run", "processx.process.new", "sys.exec_wait",
+          "sys.exec_internal", "sys.exec_background"},
+    "julia": {"run", "read", "readchomp", "readlines", "eachline", "success", "open", "pipeline", "Base.run",
+              "Base.read", "Base.success", "Base.open", "Base.pipeline"},
 }
+_CONCAT = {"perl": ".", "php": ".", "ruby": "+", "awk": None, "lua": "..", "r": None, "julia": "*"}
+_ASSIGNS_WORDS = {"ruby", "awk", "lua", "r", "julia"}  # where a bare word is a variable
+_PAREN_CALLS = {"php", "awk", "r", "julia"}  # where a call needs its parentheses
 _STOP_WORDS = {"if", "unless", "or", "and", "while", "until", "foreach", "for", "do", "then", "rescue"}
 _SHELLS = re.compile(r"^\s*(?:/\S*/)?(?:ba|z|da|k|)sh(?:\s+-s)?\s*$")
 
@@ -380,7 +445,7 @@ class _Reader:
         """One expression made of literals, variables and concatenation; UNK for anything else."""
         toks = self.toks
         n = len(toks)
-        concat_op = {"perl": ".", "php": ".", "ruby": "+", "awk": None}[self.lang]
+        concat_op = _CONCAT[self.lang]
         values: list[object] = []
         unknown = False
         while i < n and not self.is_stop(toks[i], stops):
@@ -444,7 +509,15 @@ class _Reader:
             return str(t.value), i + 1
         if t.kind == "var":
             return self.vars.get(str(t.value), UNK), i + 1
-        if t.kind == "word" and self.lang in {"ruby", "awk"} and str(t.value) in self.vars:
+        if t.kind == "cmd" and self.lang == "julia":
+            return _JuliaCmd(self.concat(t.value)), i + 1  # type: ignore[arg-type]
+        if (t.kind == "word" and self.lang == "r" and t.value in {"c", "paste", "paste0"} and i + 1 < len(toks)
+                and toks[i + 1].value == "("):
+            items, j = self.list_items(i + 2, ")")
+            if t.value == "c":
+                return tuple(items), j
+            return ("" if t.value == "paste0" else " ").join(x if isinstance(x, str) else UNKNOWN for x in items), j
+        if t.kind == "word" and self.lang in _ASSIGNS_WORDS and str(t.value) in self.vars:
             return self.vars[str(t.value)], i + 1
         if t.kind == "op" and t.value == "*" and self.lang == "ruby" and i + 1 < len(toks):
             return self.term(i + 1)  # splat
@@ -528,6 +601,11 @@ class _Reader:
                 if paren and t.kind == "op" and t.value == ")":
                     i += 1
                 break
+            # R and Julia keyword arguments: args = c(…), stdout = devnull
+            if self.lang in {"r", "julia"} and t.kind == "word" and i + 1 < len(toks) and toks[i + 1].value == "=":
+                v, i = self.expr(i + 2, stops)
+                opts[str(t.value)] = v
+                continue
             # Ruby keyword options: chdir: "/x"  or  :chdir => "/x"
             if self.lang == "ruby" and t.kind == "word" and i + 1 < len(toks) and toks[i + 1].value == ":":
                 v, i = self.expr(i + 2, stops)
@@ -552,7 +630,7 @@ class _Reader:
         i = 0
         while i < len(toks):
             t = toks[i]
-            if t.kind == "cmd":
+            if t.kind == "cmd" and self.lang != "julia":
                 text = self.concat(t.value)  # type: ignore[arg-type]
                 self.shell(t.line, text, "qx/backticks" if self.lang == "perl" else "backticks")
                 i += 1
@@ -561,13 +639,15 @@ class _Reader:
                 self.awk_getline(i)
                 i += 2
                 continue
-            if t.kind in {"var", "word"} and i + 1 < len(toks) and toks[i + 1].kind == "op" and toks[i + 1].value in {"=", ".=", "+="}:
-                if t.kind == "word" and self.lang not in {"ruby", "awk"}:
+            if t.kind in {"var", "word"} and i + 1 < len(toks) and toks[i + 1].kind == "op" and toks[i + 1].value in {
+                "=", ".=", "+=", "<-"
+            }:
+                if t.kind == "word" and self.lang not in _ASSIGNS_WORDS:
                     i += 1
                     continue
                 name = str(t.value)
                 v, j = self.expr(i + 2, {";", "nl", "}", ")", ","} if self.lang != "perl" else {";", "}", ")"})
-                if toks[i + 1].value != "=":
+                if toks[i + 1].value not in {"=", "<-"}:
                     cur = self.vars.get(name, UNK)
                     v = cur + v if isinstance(cur, str) and isinstance(v, str) else UNK
                 if isinstance(v, _Hash):
@@ -587,7 +667,7 @@ class _Reader:
                 nxt = toks[j] if j < len(toks) else None
                 if called and nxt is not None and nxt.kind == "op" and nxt.value in {"=>", ":", "=", "::"}:
                     called = False  # a hash key or an assignment
-                if called and self.lang in {"php", "awk"} and not (nxt is not None and nxt.value == "("):
+                if called and self.lang in _PAREN_CALLS and not (nxt is not None and nxt.value == "("):
                     called = False
                 if called:
                     args, opts, k = self.args(j)
@@ -606,6 +686,8 @@ class _Reader:
             if self.lang == "perl" and toks[j].value == ".":
                 break
             if self.lang in {"php", "awk"}:
+                break
+            if self.lang == "lua" and toks[j].value == "::":
                 break
             parts.append(str(toks[j + 1].value))
             j += 2
@@ -628,6 +710,22 @@ class _Reader:
         if lang == "perl" and short == "open":
             self.perl_open(line, args)
             return
+        if lang == "julia":
+            for a in (*args, *opts.values()):
+                if isinstance(a, _JuliaCmd):
+                    self.argv(line, argv_of_string(a.text), None, name)
+            return
+        if lang == "r" and name == "system2":  # system2(command, args): one shell command line
+            cmd = args[0] if args else UNK
+            rest = opts.get("args", args[1] if len(args) > 1 else ())
+            words = [cmd, *(rest if isinstance(rest, tuple) else (rest,))]
+            self.shell(line, " ".join(x if isinstance(x, str) else UNKNOWN for x in words), name)
+            return
+        if lang == "r" and name.startswith(("processx.", "sys.")):
+            cmd = args[0] if args else opts.get("command", UNK)
+            rest = args[1] if len(args) > 1 else opts.get("args", ())
+            self.argv(line, (cmd, *(rest if isinstance(rest, tuple) else (rest,))), None, name)
+            return
         if lang == "php" and name == "proc_open":
             if len(args) > 3:
                 cwd = args[3] if isinstance(args[3], str) else UNKNOWN
@@ -641,7 +739,7 @@ class _Reader:
             for a in args:
                 self.one_command(line, [a], cwd, name)
             return
-        if lang in {"php", "awk"} or (name in {"readpipe", "IO.popen"} and args and isinstance(args[0], str)):
+        if lang in {"php", "awk", "lua", "r"} or (name in {"readpipe", "IO.popen"} and args and isinstance(args[0], str)):
             args = args[:1]
         self.one_command(line, args, cwd, name)
 
@@ -776,12 +874,17 @@ _ENV_READ = {
     "ruby": re.compile(r"""ENV(?:\[|\.fetch\(|\.key\?\(|\.include\?\()\s*['"](\w+)['"]"""),
     "php": re.compile(r"""(?:getenv\(|\$_ENV\[|\$_SERVER\[)\s*['"](\w+)['"]"""),
     "awk": re.compile(r"""ENVIRON\[\s*"(\w+)"\s*\]"""),
+    "lua": re.compile(r"""os\.getenv\s*\(?\s*['"](\w+)['"]"""),
+    "r": re.compile(r"""Sys\.getenv\(\s*['"](\w+)['"]"""),
+    "julia": re.compile(r"""ENV\[\s*"(\w+)"\s*\]|get\(\s*ENV\s*,\s*"(\w+)\""""),
 }
 _ENV_WHOLE = {
     "perl": re.compile(r"keys\s*\(?\s*%ENV|each\s*\(?\s*%ENV|values\s*\(?\s*%ENV|%ENV\s*\)"),
     "ruby": re.compile(r"ENV\.(?:keys|to_h|to_a|each|select|filter|find|grep|map)"),
     "php": re.compile(r"getenv\(\s*\)|\$_ENV\b(?!\[)"),
     "awk": re.compile(r"in\s+ENVIRON\b"),
+    "r": re.compile(r"Sys\.getenv\(\s*\)"),
+    "julia": re.compile(r"keys\(\s*ENV\s*\)|in\s+ENV\b|collect\(\s*ENV\s*\)"),
 }
 _HUNT = re.compile(r"token|secret|github|\bgh|_pat|auth|cred", re.I)
 
@@ -789,7 +892,7 @@ _HUNT = re.compile(r"token|secret|github|\bgh|_pat|auth|cred", re.I)
 def _env_reads(lang: str, source: str) -> list[Finding]:
     """Environment reads a Perl/Ruby/PHP/awk program makes: named ones (``$ENV{GH_TOKEN}``), and
     a walk over the whole environment looking for a credential (``grep /TOKEN/, keys %ENV``)."""
-    out = [Finding(kind="token", var=m.group(1), detail=f"{lang} environment read")
+    out = [Finding(kind="token", var=m.group(m.lastindex or 1), detail=f"{lang} environment read")
            for m in _ENV_READ[lang].finditer(source) if _HUNT.search(m.group(1))] if lang in _ENV_READ else []
     whole = _ENV_WHOLE.get(lang)
     if whole is not None and whole.search(source) and _HUNT.search(source):

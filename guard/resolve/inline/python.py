@@ -18,7 +18,7 @@ import tokenize
 
 from guard.ir import UNKNOWN
 from guard.record import dataclass, field
-from guard.resolve.inline import (
+from guard.resolve.inline.common import (
     TOKEN_VARS,
     UNK,
     Finding,
@@ -200,6 +200,7 @@ class _State:
     steps: int = 0
     exec_nesting: int = 0
     line_offset: int = 0
+    argv: tuple[str, ...] | None = None  # sys.argv when the command line gives it
 
 
 class _Budget(Exception):
@@ -421,6 +422,11 @@ class _Analyzer:
                 if isinstance(node.func, ast.Name) and node.func.id == "__import__" and node.args:
                     mod = self.ev(node.args[0], env)
                     return Ref(mod) if isinstance(mod, str) and UNKNOWN not in mod else None
+                if isinstance(node.func, ast.Name) and node.func.id == "getattr" and len(node.args) >= 2:
+                    obj = self.ref(node.args[0], env, depth + 1)  # getattr(os, 'sys' + 'tem')
+                    name = self.ev(node.args[1], env)
+                    if obj is not None and isinstance(name, str) and name.isidentifier():
+                        return Ref(f"{obj.qual}.{name}", obj.path, obj.data)
                 return None
             if base.qual == "importlib.import_module" and node.args:
                 mod = self.ev(node.args[0], env)
@@ -482,12 +488,15 @@ class _Analyzer:
                 return v.decode("latin-1")
             return v if isinstance(v, str | int | float | bool) or v is None else UNK
         if isinstance(node, ast.Name):
-            return env.get(node.id, UNK)
+            v = env.get(node.id, UNK)
+            return self.st.argv if isinstance(v, Ref) and v.qual == "sys.argv" and self.st.argv is not None else v
         if isinstance(node, ast.Attribute):
             key = _dotted(node)
             if key and key in env:
                 return env[key]
             r = self.ref(node, env, d)
+            if r is not None and r.qual == "sys.argv" and self.st.argv is not None:
+                return self.st.argv
             return r if r is not None else UNK
         if isinstance(node, ast.JoinedStr):
             out = []
@@ -604,7 +613,7 @@ class _Analyzer:
                     return UNK
                 if m == "replace" and len(args) == 2 and all(isinstance(a, str) for a in args):
                     return recv.replace(args[0], args[1])[:MAX_VALUE]  # type: ignore[arg-type]
-                if m == "encode":
+                if m in {"encode", "decode"}:
                     return recv
                 return UNK
             if isinstance(recv, tuple) and f.attr == "copy":
@@ -614,6 +623,8 @@ class _Analyzer:
             if isinstance(f, ast.Name) and f.id in {"list", "tuple"} and len(node.args) == 1:
                 v = self.ev(node.args[0], env, d)
                 return v if isinstance(v, tuple) else UNK
+            if isinstance(f, ast.Name) and f.id == "compile" and node.args and "compile" not in env:
+                return self.ev(node.args[0], env, d)  # exec(compile(src, …)) runs src
             if isinstance(f, ast.Name) and f.id == "str" and len(node.args) == 1:
                 v = self.ev(node.args[0], env, d)
                 return _to_str(v) if _is_known(v) and not isinstance(v, tuple | dict) else UNK
@@ -646,6 +657,11 @@ class _Analyzer:
             return posixpath.join(*[p if isinstance(p, str) else UNKNOWN for p in parts])
         if q in {"os.getcwd", "tempfile.mkdtemp", "tempfile.gettempdir"}:
             return UNK
+        if q in _DECODERS and node.args:
+            return _decode(q, self.ev(node.args[0], env, d))
+        if q == "shutil.which" and node.args:
+            v = self.ev(node.args[0], env, d)
+            return v if isinstance(v, str) and v else UNK  # the program's name: PATH is searched later
         return self.ref(node, env, d) or UNK
 
     # ------------------------------------------------------------------ calls
@@ -996,6 +1012,36 @@ class _Analyzer:
         return any(self.bare_environ(c, env, depth + 1) for c in _child_nodes(node))
 
 
+_DECODERS = {"base64.b64decode", "base64.standard_b64decode", "base64.urlsafe_b64decode", "base64.b32decode",
+             "base64.b16decode", "base64.a85decode", "base64.b85decode", "binascii.a2b_base64", "binascii.unhexlify",
+             "bytes.fromhex", "codecs.decode", "zlib.decompress"}
+
+
+def _decode(q: str, v: object) -> object:
+    """A decoded constant (``base64.b64decode('…')``) as latin-1 text, UNK when it is not one."""
+    import base64
+    import binascii
+    import codecs
+
+    if not isinstance(v, str) or UNKNOWN in v:
+        return UNK
+    try:
+        raw = v.encode("latin-1")
+        if q == "codecs.decode":
+            return codecs.decode(v, "rot13")
+        fn = {"base64.b64decode": base64.b64decode, "base64.standard_b64decode": base64.standard_b64decode,
+              "base64.urlsafe_b64decode": base64.urlsafe_b64decode, "base64.b32decode": base64.b32decode,
+              "base64.b16decode": base64.b16decode, "base64.a85decode": base64.a85decode,
+              "base64.b85decode": base64.b85decode, "binascii.a2b_base64": binascii.a2b_base64,
+              "binascii.unhexlify": binascii.unhexlify, "bytes.fromhex": lambda b: bytes.fromhex(b.decode())}.get(q)
+        if fn is None:
+            return UNK
+        out = fn(raw)
+    except (ValueError, TypeError, LookupError, binascii.Error):
+        return UNK
+    return out.decode("utf-8", "replace")[:MAX_VALUE] if isinstance(out, bytes) else UNK
+
+
 def _dotted(node: ast.expr) -> str | None:
     parts = []
     while isinstance(node, ast.Attribute):
@@ -1187,8 +1233,9 @@ def _analyze(source: str, st: _State) -> None:
         st.notes.append("python: source nested too deeply; findings are partial")
 
 
-def analyze_python(source: str) -> tuple[list[Finding], list[str]]:
-    """Findings and unresolved notes for a Python program given as text."""
-    st = _State()
+def analyze_python(source: str, argv: tuple[str, ...] = ()) -> tuple[list[Finding], list[str]]:
+    """Findings and unresolved notes for a Python program given as text; ``argv`` is its
+    ``sys.argv`` when the command line gives one."""
+    st = _State(argv=argv or None)
     _analyze(source, st)
     return st.findings, st.notes
