@@ -891,9 +891,24 @@ def _strip_tabs(text: str) -> str:
     return "\n".join(line.lstrip("\t") for line in text.split("\n"))
 
 
+# ``coproc [NAME] COMPOUND``: tree-sitter-bash has no coproc, so the keyword and the name are
+# blanked (same length, every offset kept) and the compound command parses as itself; bash runs
+# it in the background with pipes, which changes nothing that guard decides.
+_COPROC = re.compile(
+    rb"(?:(?<=^)|(?<=[\n;&|(!{])|(?<=\bthen)|(?<=\bdo)|(?<=\belse))([ \t]*)(coproc[ \t]+(?:[A-Za-z_]\w*[ \t]+)?)"
+    rb"(?=\{[ \t\n]|\(|\[\[|(?:if|while|until|for|case|select)[ \t\n])"
+)
+
+
+def _blank_coproc(data: bytes) -> bytes:
+    return _COPROC.sub(lambda m: m.group(1) + b" " * len(m.group(2)), data)
+
+
 def lower(src: str, base: int = 0, depth: int = 0) -> Script:
     """Parse ``src`` with tree-sitter and lower it; raises ``Unparsed`` when the tree is not trusted."""
     data = src.encode("utf-8", "surrogatepass")
+    if b"coproc" in data:
+        data = _blank_coproc(data)
     tree = _parse_bytes(data)
     if tree is None:
         raise Unparsed("tree-sitter returned no tree")

@@ -10,6 +10,7 @@ from guard import paths
 from guard.ir import UNKNOWN, Invocation
 from guard.resolve import files, sourced
 from guard.resolve.inline import analyze_inline, interpreter_lang  # not an import per command
+from guard.resolve.sedscript import sed_commands
 from guard.resolve.state import Frame, State
 from guard.resolve.words import PROCSUB_PATH as FAKE_PROCSUB
 from guard.resolve.wrappers import SHELLS, WRAPPERS, basename
@@ -84,7 +85,7 @@ def run(
         else:
             sourced.source(w, text, st, fr, f"{prog} {_show(argv[1])}")
         return argv
-    for label, code in embedded_commands(argv):
+    for label, code in embedded_commands(argv, stdin):
         if code is None:
             w.sink.note(f"{label}: runs text built at run time, not analysed")
         else:
@@ -491,48 +492,18 @@ _RUNS_OPTION = {
     ("rg", "--pre"): "rg --pre",
 }
 _RUNS_PROGRAMS = frozenset({"sed", "gsed", *(p for p, _ in _RUNS_OPTION)})
-_SED_EXEC = re.compile(r"^\s*(?:(?:\d+|\$|/[^/]*/)(?:\s*,\s*(?:\d+|\$|/[^/]*/))?)?\s*!?\s*e\s*(.*)$")
-_SED_SUBST_E = re.compile(r"^\s*(?:\S+\s*)?s(.).*\1.*\1[gpIiMm0-9]*e[gpIiMm0-9]*\s*$")
 
 
-def embedded_commands(argv: tuple[str, ...]) -> list[tuple[str, str | None]]:
+def embedded_commands(argv: tuple[str, ...], stdin: str | None = None) -> list[tuple[str, str | None]]:
     """Commands a program runs from its own options or script: ``sed 1e CMD``,
     ``sort --compress-program=P``, ``tar --to-command=C``, ``rsync -e C``, ``rg --pre P``.
-    None stands for text built at run time (``sed s/x/y/e`` runs the pattern space)."""
+    None stands for text built at run time (``sed s/x/y/e`` on input that is not known)."""
     prog = basename(argv[0])
     out: list[tuple[str, str | None]] = []
     if prog not in _RUNS_PROGRAMS:  # every command passes here: most leave at once
         return out
     if prog in ("sed", "gsed"):
-        scripts: list[str] = []
-        explicit = False
-        i = 1
-        while i < len(argv):
-            a = argv[i]
-            if a in ("-e", "--expression") and i + 1 < len(argv):
-                scripts.append(argv[i + 1])
-                explicit = True
-                i += 2
-                continue
-            if a.startswith("--expression="):
-                scripts.append(a.split("=", 1)[1])
-                explicit = True
-            elif a in ("-f", "--file", "-l", "--line-length"):
-                i += 2
-                explicit = explicit or a in ("-f", "--file")
-                continue
-            elif not a.startswith("-") and not explicit:
-                scripts.append(a)
-                explicit = True
-            i += 1
-        for script in scripts:
-            for line in re.split(r"[;\n]", script):
-                m = _SED_EXEC.match(line)
-                if m:
-                    out.append(("sed e", m.group(1) if m.group(1) else None))
-                elif _SED_SUBST_E.match(line):
-                    out.append(("sed s///e", None))
-        return out
+        return sed_commands(argv, stdin)
     for j, a in enumerate(argv[1:], start=1):
         name, eq, val = a.partition("=")
         key = (prog, name)

@@ -268,8 +268,9 @@ def test_refuse_example_won_by_another_rule_names_both(tmp_path):
 
 
 def test_refuse_example_exempted_by_an_allow_rule(tmp_path):
-    text = GOOD.replace("category: publish", "category: mutate").replace("action: push}", "action: push}").replace(
-        '["git lfs push origin feature"]', '["git -C /tmp/x lfs push"]').replace('["git lfs ls-files"]', "[]")
+    # git lfs lock: outside the tree git-outside exempts a mutate (git lfs push is publishing, a shipped rule)
+    text = GOOD.replace("category: publish", "category: mutate").replace("action: push}", "action: lock}").replace(
+        '["git lfs push origin feature"]', '["git -C /tmp/x lfs lock big.bin"]').replace('["git lfs ls-files"]', "[]")
     d = only(lint(tmp_path, text), "example-refuse")
     assert "lfs-push matches but allow rule git-outside" in d.message
 

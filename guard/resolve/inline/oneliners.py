@@ -15,6 +15,7 @@ printed are data.
 from __future__ import annotations
 
 import re
+import shlex
 
 from guard.ir import UNKNOWN
 from guard.record import dataclass
@@ -825,6 +826,9 @@ class _Reader:
                 else:
                     self.shell(line, text, f"{name} | {target.strip()}")
             else:
+                text = self.awk_text(name, items)
+                if isinstance(target, str) and text is not None and UNKNOWN not in text:
+                    target = f"printf %s {shlex.quote(text)} | {target}"  # the command reads what is printed
                 self.shell(line, target, f"{name} |")
             return j
         return i
