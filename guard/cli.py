@@ -31,7 +31,7 @@ def main(argv: list[str] | None = None) -> None:
         print(
             "usage: guard check|explain|demo|annotate|audit|rules|server|hook|install|uninstall …\n"
             "  check [--cwd DIR] [--tree DIR]… [--env K=V]… [--rules PATH]… [--json|--jsonl] -- COMMAND\n"
-            "  explain COMMAND        the analysis, for a person\n"
+            "  explain [--json] -- COMMAND  the analysis and each invocation's facts, for a person\n"
             "  demo                   walk agent commands through the guard in a temporary tree\n"
             "  annotate -- PROG ARGS  run a program under the stderr relay\n"
             "  audit [LOG…] [filters] report on refused-command logs\n"

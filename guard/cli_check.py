@@ -16,6 +16,7 @@ from typing import Any
 from guard import budget
 from guard.context import Context
 from guard.ir import UNKNOWN, Verdict
+from guard.record import dataclass
 
 EXIT_ALLOW, EXIT_REFUSE, EXIT_USAGE = 0, 1, 2
 
@@ -58,18 +59,50 @@ class _Parser(argparse.ArgumentParser):
         raise SystemExit(EXIT_USAGE)
 
 
+def _context_options(p: argparse.ArgumentParser) -> None:
+    """The options ``check`` and ``explain`` share: where the command runs and which rules apply."""
+    p.add_argument("--cwd", metavar="DIR", help="the directory the command runs in (default: the current one)")
+    p.add_argument("--tree", action="append", default=[], metavar="DIR",
+                   help="a shared tree root; repeat for several (default: GUARD_TREE, then the config's trees)")
+    p.add_argument("--env", action="append", default=[], metavar="NAME=VALUE",
+                   help="set a variable in the environment the command sees; repeatable")
+    p.add_argument("--rules", action="append", default=[], metavar="PATH",
+                   help="a rule file or folder added after GUARD_RULES; repeatable")
+    p.add_argument("--strict", action="store_true", help="refuse every git whose repository cannot be placed")
+
+
+class _Help(argparse.HelpFormatter):
+    """Help at a fixed width, so its wording does not depend on the terminal it is printed on."""
+
+    def __init__(self, prog: str) -> None:
+        super().__init__(prog, width=100, max_help_position=30)
+
+
 def _check_parser() -> argparse.ArgumentParser:
-    p = _Parser(prog="guard check", add_help=True)
-    p.add_argument("--cwd")
-    p.add_argument("--tree", action="append", default=[])
-    p.add_argument("--env", action="append", default=[])
-    p.add_argument("--rules", action="append", default=[])
-    p.add_argument("--json", action="store_true")
-    p.add_argument("--jsonl", action="store_true")
-    p.add_argument("--strict", action="store_true")
-    p.add_argument("--time-budget", type=_positive, default=budget.DEFAULT_SECONDS, metavar="SECONDS")
-    p.add_argument("--memory-budget", type=_positive, default=budget.DEFAULT_MEMORY_MIB, metavar="MIB")
-    p.add_argument("command", nargs="*")
+    p = _Parser(prog="guard check", formatter_class=_Help,
+                description="The verdict for a command: 'allow' (exit 0), or the refusal message (exit 1).")
+    _context_options(p)
+    p.add_argument("--json", action="store_true", help="print the verdict as one JSON object")
+    p.add_argument("--jsonl", action="store_true",
+                   help="read JSON lines ({\"command\": …, \"cwd\": …, \"env\": …}) on stdin, answer one per line")
+    p.add_argument("--time-budget", type=_positive, default=budget.DEFAULT_SECONDS, metavar="SECONDS",
+                   help="stop analysing a command after this long (default: %(default)s)")
+    p.add_argument("--memory-budget", type=_positive, default=budget.DEFAULT_MEMORY_MIB, metavar="MIB",
+                   help="stop analysing a command that needs more memory than this (default: %(default)s)")
+    p.add_argument("command", nargs="*", help="the command, as one word or several (after --)")
+    return p
+
+
+def _explain_parser() -> argparse.ArgumentParser:
+    p = _Parser(
+        prog="guard explain", formatter_class=_Help,
+        description="The analysis of a command, for a person: the parse, every invocation with its resolved cwd, "
+                    "via chain and facts (what a rule's match: sees), and the rule that fired with its file and "
+                    "line, or why none did. Exit 0 whatever the verdict.",
+    )
+    _context_options(p)
+    p.add_argument("--json", action="store_true", help="print the analysis as one JSON object")
+    p.add_argument("command", nargs="*", help="the command, as one word or several (after --)")
     return p
 
 
@@ -129,9 +162,9 @@ def _config_errors(ctx: Context) -> list[str]:
     return policy.load(ctx).errors
 
 
-def _parsed(argv: list[str]) -> tuple[argparse.Namespace, Context] | None:
+def _parsed(argv: list[str], parser: argparse.ArgumentParser | None = None) -> tuple[argparse.Namespace, Context] | None:
     """The options and the context they give; None (after a one-line message) when unusable."""
-    ns = _check_parser().parse_args(argv)
+    ns = (parser or _check_parser()).parse_args(argv)
     try:
         return ns, _base_context(ns)
     except ValueError as e:
@@ -350,37 +383,140 @@ def _check_stream(worker: budget.Worker, closed: bool) -> int:
 
 
 def cmd_explain(argv: list[str]) -> int:
-    parsed = _parsed(argv)
+    parsed = _parsed(argv, _explain_parser())
     if parsed is None:
         return EXIT_USAGE
     ns, ctx = parsed
     if not ns.command:
-        print("guard: explain needs a command", file=sys.stderr)
+        print("guard: explain needs a command (guard explain [options] -- COMMAND)", file=sys.stderr)
         return EXIT_USAGE
     command = " ".join(ns.command) if len(ns.command) > 1 else ns.command[0]
-    print(explain_text(command, ctx))
+    ex = explanation(command, ctx)
+    if ns.json:
+        print(json.dumps(explain_json(ex), ensure_ascii=False))
+    else:
+        print(explain_text(ex))
     return EXIT_ALLOW
 
 
-def explain_text(command: str, ctx: Context) -> str:
+@dataclass(frozen=True)
+class Explanation:
+    """One command's analysis: its context, parse, verdict and each invocation's facts."""
+
+    command: str
+    ctx: Context
+    parser: str
+    parse_error: str | None
+    verdict: Verdict
+    facts: tuple[dict[str, Any], ...]  # one per invocation, in order
+
+
+def explanation(command: str, ctx: Context) -> Explanation:
     from guard import parse, policy, resolve
+    from guard.policy.facts import facts_for
 
     rs = policy.load(ctx)
     ctx = policy.effective_context(ctx, rs)
     script = parse.parse(command)
     res = resolve.resolve(script, ctx)
     v = policy.classify(script, res, ctx, rs)
+    world = policy.world_of(ctx, rs)
+    facts = tuple(ordered_facts(facts_for(inv, world)) for inv in v.invocations)
+    return Explanation(command, ctx, script.parser, script.error, v, facts)
+
+
+# the facts a rule most often matches first; the rest follow by name
+_FIRST = ("program", "subcommand", "action", "args", "flags")
+
+
+def ordered_facts(facts: dict[str, Any]) -> dict[str, Any]:
+    """The facts as JSON values (sets sorted, unresolved parts shown as …), in a stable order."""
+    keys = [k for k in _FIRST if k in facts] + sorted(k for k in facts if k not in _FIRST)
+    return {k: _json_value(facts[k]) for k in keys}
+
+
+def _json_value(v: Any) -> Any:
+    if isinstance(v, str):
+        return _show(v)
+    if isinstance(v, (set, frozenset)):
+        return sorted(_json_value(x) for x in v)
+    if isinstance(v, (list, tuple)):
+        return [_json_value(x) for x in v]
+    if isinstance(v, dict):
+        return {str(k): _json_value(x) for k, x in v.items()}
+    return v
+
+
+_PLAIN = re.compile(r"[^\s\[\]{},:'\"#&*!|>%@`?]+")
+
+
+def _flow(v: Any) -> str:
+    """A fact value as a YAML flow value, the way a rule's ``match:`` would write it."""
+    if v is None:
+        return "null"
+    if isinstance(v, bool):
+        return "true" if v else "false"
+    if isinstance(v, list):
+        return "[" + ", ".join(_flow(x) for x in v) + "]"
+    if isinstance(v, dict):
+        return "{" + ", ".join(f"{k}: {_flow(x)}" for k, x in v.items()) + "}"
+    text = str(v)
+    if isinstance(v, str) and _PLAIN.fullmatch(text) and _reads_back(text):
+        return text
+    return json.dumps(v, ensure_ascii=False)
+
+
+def _reads_back(text: str) -> bool:
+    """Whether YAML reads ``text`` written plain as this same string (not a number, null, …)."""
+    import yaml
+
+    try:
+        return yaml.safe_load(f"[{text}]") == [text]
+    except yaml.YAMLError:
+        return False
+
+
+def _wrapped(head: str, items: list[str], width: int = 100) -> list[str]:
+    """``head`` and the items joined by commas, broken between items before ``width``."""
+    lines, line = [], head
+    for n, item in enumerate(items):
+        part = item + ("," if n < len(items) - 1 else "")
+        if line.strip() and line != head and len(line) + 1 + len(part) > width:
+            lines.append(line)
+            line = " " * len(head) + part
+        else:
+            line += ("" if line == head else " ") + part
+    lines.append(line)
+    return lines
+
+
+def explain_json(ex: Explanation) -> dict[str, Any]:
+    out: dict[str, Any] = {"command": ex.command, "cwd": ex.ctx.cwd, "trees": list(ex.ctx.trees)}
+    out.update(verdict_json(ex.verdict))
+    out["parser"] = ex.parser
+    out["parse_error"] = ex.parse_error
+    for inv, facts in zip(out["invocations"], ex.facts, strict=True):
+        inv["facts"] = facts
+    return out
+
+
+def explain_text(ex: Explanation) -> str:
+    command, ctx, v = ex.command, ex.ctx, ex.verdict
     lines = [f"command: {command if len(command) < 300 else command[:297] + '...'}"]
     lines.append(f"cwd: {ctx.cwd}   tree: {':'.join(ctx.trees)}")
-    lines.append(f"parser: {script.parser}" + (f" ({script.error})" if script.error else ""))
+    lines.append(f"parser: {ex.parser}" + (f" ({ex.parse_error})" if ex.parse_error else ""))
     lines.append(f"invocations: {len(v.invocations)}")
     places = v.in_tree or (None,) * len(v.invocations)
-    for n, (inv, place) in enumerate(zip(v.invocations, places, strict=False), 1):
+    for n, (inv, place, facts) in enumerate(zip(v.invocations, places, ex.facts, strict=False), 1):
         where = {True: "in the tree", False: "outside the tree", None: "unknown"}[place]
         lines.append(f"  {n}. {' '.join(_show(a) for a in inv.argv)}")
-        lines.append(f"     cwd {_show(inv.cwd)} ({where})")
+        if "repo_path" in facts and facts["repo_path"] != _show(inv.cwd):  # the place is the repository's
+            lines.append(f"     cwd {_show(inv.cwd)}, repository {facts['repo_path']} ({where})")
+        else:
+            lines.append(f"     cwd {_show(inv.cwd)} ({where})")
         if inv.via:
             lines.append(f"     via {' → '.join(_show(x) for x in inv.via)}")
+        lines.extend(_wrapped("     facts: ", [f"{k}: {_flow(x)}" for k, x in facts.items()]))
     if v.unresolved:
         lines.append("unresolved:")
         lines.extend(f"  - {u}" for u in v.unresolved)
