@@ -17,6 +17,8 @@ import struct
 import time
 from collections.abc import Callable
 
+from guard.fdio import read_exact, write_all
+
 # Defaults, from the measurements in the README's limits section: the slowest line of the shared
 # corpus and peers' cases takes well under a second and the worker's peak stays under 200 MiB.
 DEFAULT_SECONDS = 10.0
@@ -38,30 +40,8 @@ class Outcome:
 
 
 def _read_exact(fd: int, n: int) -> bytes | None:
-    out = bytearray()
-    while len(out) < n:
-        try:
-            b = os.read(fd, min(n - len(out), 1 << 20))
-        except InterruptedError:
-            continue
-        except OSError:
-            return None
-        if not b:
-            return None
-        out += b
-    return bytes(out)
-
-
-def _write_all(fd: int, data: bytes) -> bool:
-    view = memoryview(data)
-    while view:
-        try:
-            view = view[os.write(fd, view) :]
-        except InterruptedError:
-            continue
-        except OSError:
-            return False
-    return True
+    data = read_exact(fd, n)
+    return data if len(data) == n else None
 
 
 def _vm_bytes() -> int:
@@ -114,7 +94,7 @@ class Worker:
             self._spawn()
         start = time.monotonic()
         cpu0 = _cpu_seconds(self.pid)
-        if not _write_all(self.req_w, _HEADER.pack(b"Q", len(request)) + request):
+        if not write_all(self.req_w, _HEADER.pack(b"Q", len(request)) + request):
             return self._lost(start)
         while True:
             try:
@@ -238,7 +218,7 @@ class Worker:
             except MemoryError:
                 return _MEMORY_EXIT
             del request
-            if not _write_all(rep_w, frame):
+            if not write_all(rep_w, frame):
                 return 0
             if kind == b"M":
                 return _MEMORY_EXIT

@@ -15,6 +15,7 @@ from typing import Any
 
 from guard import budget
 from guard.context import Context
+from guard.fdio import write_all
 from guard.ir import UNKNOWN, Verdict
 from guard.record import dataclass
 
@@ -350,16 +351,7 @@ def _lines(stream: Any) -> Any:
 
 
 def _write_line(data: bytes) -> bool:
-    for part in (data, b"\n"):
-        view = memoryview(part)
-        while view:
-            try:
-                view = view[os.write(1, view) :]
-            except InterruptedError:
-                continue
-            except OSError:
-                return False
-    return True
+    return write_all(1, data) and write_all(1, b"\n")
 
 
 def _check_stream(worker: budget.Worker, closed: bool) -> int:

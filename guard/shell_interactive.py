@@ -26,36 +26,25 @@ import signal
 import subprocess
 import sys
 import tempfile
-from dataclasses import dataclass, field
 
-from guard.shell import (
+from guard.launch import original_environ
+from guard.shell_args import ShellArgs
+from guard.shell_decide import (
     REFUSED_STATUS,
-    ShellArgs,
     decide,
     failure_decision,
-    original_environ,
+    launch,
     real_shell,
     record_refusal,
+    say,
 )
-
-_INCOMPLETE = (
-    "unexpected EOF while looking for matching",
-    "syntax error: unexpected end of file",
-    "delimited by end-of-file",
-)
+from guard.shell_state import INCOMPLETE, SessionState, analysis_env, ends_with_continuation, parse_state
 
 # Options of the outer command line that the session's real shell gets too.
 _PASS_LONG = {"--login", "--norc", "--noprofile", "--posix", "--restricted", "--rcfile", "--init-file"}
 
 
 # --------------------------------------------------------------------------- pure helpers
-
-
-def ends_with_continuation(text: str) -> bool:
-    """True when the last line ends in an unescaped backslash (a line continuation)."""
-    line = text.rstrip("\n").rsplit("\n", 1)[-1] if text.endswith("\n") else text
-    stripped = len(line) - len(line.rstrip("\\"))
-    return stripped % 2 == 1
 
 
 def is_complete(text: str, shell: str | None = None) -> bool:
@@ -81,74 +70,7 @@ def is_complete(text: str, shell: str | None = None) -> bool:
     except (OSError, subprocess.TimeoutExpired):
         return True
     err = proc.stderr.decode("utf-8", "replace")
-    return not any(marker in err for marker in _INCOMPLETE)
-
-
-@dataclass
-class SessionState:
-    """What the live shell looked like after its last command."""
-
-    status: int = 0
-    cwd: str = "/"
-    variables: dict[str, str] = field(default_factory=dict)
-    exported: set[str] = field(default_factory=set)
-    aliases: dict[str, str] = field(default_factory=dict)
-    functions: dict[str, str] = field(default_factory=dict)
-    ps1: str = "$ "
-    ps2: str = "> "
-
-
-def parse_state(raw: bytes) -> SessionState:
-    """Decode the hook's dump: NUL-separated records ``TAG\\0field…``."""
-    parts = raw.decode("utf-8", "surrogateescape").split("\0")
-    st = SessionState()
-    i = 0
-    n = len(parts)
-
-    def take(k: int) -> list[str]:
-        nonlocal i
-        got = parts[i : i + k]
-        i += k
-        return got + [""] * (k - len(got))
-
-    while i < n:
-        tag = parts[i]
-        i += 1
-        if tag == "S":
-            (v,) = take(1)
-            st.status = int(v) if v.isdigit() else 0
-        elif tag == "D":
-            (st.cwd,) = take(1)
-        elif tag == "V":
-            name, value = take(2)
-            st.variables[name] = value
-        elif tag == "E":
-            (name,) = take(1)
-            st.exported.add(name)
-        elif tag == "A":
-            name, value = take(2)
-            st.aliases[name] = value
-        elif tag == "F":
-            name, body = take(2)
-            st.functions[name] = body.strip("\n")
-        elif tag == "P":
-            (st.ps1,) = take(1)
-        elif tag == "Q":
-            (st.ps2,) = take(1)
-    for name in [k for k in st.functions if k.startswith("__guard_")]:
-        del st.functions[name]
-    for name in [k for k in st.variables if k.startswith("__guard_")]:
-        del st.variables[name]
-    return st
-
-
-def context_env(st: SessionState) -> dict[str, str]:
-    """Environment for the analysis: the session's exported variables and its shell variables
-    (both are expanded on a command line)."""
-    env = {k: v for k, v in st.variables.items() if k in st.exported}
-    for k, v in st.variables.items():
-        env.setdefault(k, v)
-    return env
+    return not any(marker in err for marker in INCOMPLETE)
 
 
 def strip_prompt_markers(prompt: str) -> str:
@@ -495,7 +417,7 @@ def read_command(session: Session) -> str | None:
         try:
             line = _read_line(prompt, session)
         except KeyboardInterrupt:
-            session._emit(b"^C\r\n" if False else b"\n")
+            session._emit(b"\n")
             return ""
         except EOFError:
             if lines:
@@ -517,13 +439,12 @@ def _setup_readline() -> None:
 
 def interactive_session(parsed: ShellArgs) -> int:
     """Run the interactive guard loop; returns the session's exit status."""
-    from guard.shell import _say, launch
 
     try:
         session = Session(parsed)
     except Exception as exc:  # noqa: BLE001 - no session: the failure policy decides
         decision = failure_decision(f"cannot start the interactive session: {exc}", os.environ)
-        _say(decision.message or "")
+        say(decision.message or "")
         if decision.action == "refuse":
             return REFUSED_STATUS
         return launch([os.fsencode(a) for a in parsed.options], None)
@@ -570,14 +491,6 @@ def interactive_session(parsed: ShellArgs) -> int:
 
 def _exit_on_signal(signum: int, frame: object) -> None:
     raise SystemExit(128 + signum)
-
-
-def analysis_env(st: SessionState) -> dict[str, str]:
-    """The session's variables, except the guard's own settings (``GUARD_*``): those come from
-    the guard's environment, so nothing typed in the session changes the rules or the trees."""
-    env = {k: v for k, v in context_env(st).items() if not k.startswith("GUARD_")}
-    env.update({k: v for k, v in os.environ.items() if k.startswith("GUARD_")})
-    return env
 
 
 if __name__ == "__main__":  # pragma: no cover

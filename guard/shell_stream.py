@@ -26,15 +26,10 @@ import secrets
 import signal
 import sys
 
-from guard.shell import (
-    REFUSED_STATUS,
-    ShellArgs,
-    _say,
-    decide,
-    launch,
-    real_shell,
-    record_refusal,
-)
+from guard.fdio import read_exact, write_all
+from guard.shell_args import ShellArgs
+from guard.shell_decide import REFUSED_STATUS, decide, launch, real_shell, record_refusal, say
+from guard.shell_state import INCOMPLETE, analysis_env, ends_with_continuation, parse_state
 
 # A command line longer than this is not buffered for analysis: the failure policy applies to
 # it and it is passed on as read.
@@ -146,7 +141,7 @@ class Reader:
                 # when there is none (bash reads every byte of the line it is in)
                 k = seen.find(b"\n")
                 want = k + 1 if k >= 0 else len(seen)
-                got = _read_exact(self.fd, want)
+                got = read_exact(self.fd, want)
                 out += got
                 if got.endswith(b"\n") or len(got) < want:
                     if len(got) < want:
@@ -190,21 +185,6 @@ class Reader:
         return bytes(out)
 
 
-def _read_exact(fd: int, n: int) -> bytes:
-    out = bytearray()
-    while len(out) < n:
-        try:
-            b = os.read(fd, n - len(out))
-        except InterruptedError:
-            continue
-        except OSError:
-            break
-        if not b:
-            break
-        out += b
-    return bytes(out)
-
-
 _TEE: list[object] = []  # [libc, scratch read end, scratch write end] once set up; [None] if not
 
 
@@ -235,7 +215,7 @@ def _peek(fd: int, n: int) -> bytes:
     k = libc.tee(fd, w, min(n, _READ_AHEAD), 2)  # type: ignore[attr-defined]  # SPLICE_F_NONBLOCK
     if k <= 0:
         return b""
-    return _read_exact(r, k)  # type: ignore[arg-type]
+    return read_exact(r, k)  # type: ignore[arg-type]
 
 
 _SIMPLE_LINE = re.compile(rb"[A-Za-z0-9_./=:,+@%^ \t-]*\n?")
@@ -256,8 +236,6 @@ def syntax(text: bytes, shopts: tuple[str, ...] = ()) -> str:
     session's parser-changing ``shopt`` options) says of ``text``."""
     import subprocess
 
-    from guard.shell_interactive import _INCOMPLETE, ends_with_continuation
-
     if _obviously_complete(text):
         return "ok"
     clean = text.replace(b"\0", b"")  # bash drops NUL bytes from what it reads
@@ -276,7 +254,7 @@ def syntax(text: bytes, shopts: tuple[str, ...] = ()) -> str:
     except (OSError, subprocess.TimeoutExpired):
         return "ok"
     err = proc.stderr.decode("utf-8", "replace")
-    if any(m in err for m in _INCOMPLETE):  # a heredoc without its end is only a warning
+    if any(m in err for m in INCOMPLETE):  # a heredoc without its end is only a warning
         return "incomplete"
     return "ok" if proc.returncode == 0 else "error"
 
@@ -349,18 +327,6 @@ class StateReader:
             start = k + 1
 
 
-def _write_all(fd: int, data: bytes) -> bool:
-    view = memoryview(data)
-    while view:
-        try:
-            view = view[os.write(fd, view) :]
-        except InterruptedError:
-            continue
-        except OSError:
-            return False
-    return True
-
-
 # Words after which the shell's variables, aliases or functions may differ: assignments, the
 # builtins that define or change them, anything that runs code the text does not show. Only
 # decides whether the state is sent in full after the command (a short one carries ``$?`` and
@@ -407,7 +373,7 @@ class Feeder:
         state arrived, ``"gone"`` when the shell has exited, ``"more"`` when the shell read the
         NUL without the state: it is still reading the command (it wants more input), or it
         runs nothing (``set -n``)."""
-        if not _write_all(self.cmd_fd, data + b"\0"):
+        if not write_all(self.cmd_fd, data + b"\0"):
             return "gone"
         import select
 
@@ -431,8 +397,6 @@ class Feeder:
 
 def feed(in_fd: int, cmd_fd: int, state_fd: int, stdin_fd: int, nonce: str, name: str | None = None) -> int:
     """The feeder's loop (runs in the forked child). Returns its exit status."""
-    from guard.shell_interactive import analysis_env, parse_state
-
     feeder = Feeder(cmd_fd, state_fd, nonce)
     if feeder.send(init_text(nonce, SHELL_STATE_FD, name)) != "done":
         return 0
@@ -448,7 +412,7 @@ def feed(in_fd: int, cmd_fd: int, state_fd: int, stdin_fd: int, nonce: str, name
             return 0
         text = raw.replace(b"\0", b"").decode("utf-8", "surrogateescape")
         if _only_comments(raw):  # blank lines and comments: bash reads them, runs nothing
-            if not _write_all(cmd_fd, raw):
+            if not write_all(cmd_fd, raw):
                 return 0
             continue
         decision = decide(
@@ -459,7 +423,7 @@ def feed(in_fd: int, cmd_fd: int, state_fd: int, stdin_fd: int, nonce: str, name
             env=analysis_env(state),
         )
         if decision.message:
-            _say(decision.message)
+            say(decision.message)
         full = False
         if decision.action == "refuse":
             record_refusal(text, decision, state.cwd)
@@ -470,7 +434,7 @@ def feed(in_fd: int, cmd_fd: int, state_fd: int, stdin_fd: int, nonce: str, name
             # exits); only a shell that goes on reaches the state call after it
             data = raw if raw.endswith(b"\n") else raw + b"\n"
             if verdict == "incomplete":  # end of input: bash reports it and exits
-                _write_all(cmd_fd, data)
+                write_all(cmd_fd, data)
                 return 0
             data += refused_text(0).replace(b"__guard_sync 126", b'__guard_sync "$?"')
         else:
@@ -487,7 +451,7 @@ def feed(in_fd: int, cmd_fd: int, state_fd: int, stdin_fd: int, nonce: str, name
             decision = decide(more, cwd=state.cwd, aliases=dict(state.aliases), functions=dict(state.functions),
                               env=analysis_env(state))
             if decision.message:
-                _say(decision.message)
+                say(decision.message)
             if decision.action == "refuse":
                 record_refusal(more, decision, state.cwd)
                 return 0  # the shell then reads end of input: nothing of the rest runs

@@ -16,7 +16,7 @@ from pathlib import Path
 
 import pytest
 
-from guard import launch, shell
+from guard import launch, shell, shell_decide
 from tests.conftest import REPO
 
 REFUSED = "git push origin main"
@@ -164,7 +164,7 @@ def _full_path_plain(args: list[str], env: dict[str, str]) -> bool:
     functions = shell.exported_functions(env)
     if shell.startup_texts(parsed, env):
         return False
-    return shell._trivially_allowed(parsed.operand or "", env, None, functions)
+    return shell_decide.passes_precheck(parsed.operand or "", env, None, functions)
 
 
 def _commands() -> list[str]:

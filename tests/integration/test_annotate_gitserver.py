@@ -2,7 +2,8 @@
 
 ``git http-backend`` (CGI) behind a small ``http.server`` on 127.0.0.1, on a random port:
 ``private.git`` demands HTTP Basic auth (user ``agent``, password ``secret``) and answers a wrong
-one as GitHub does (401 with "Invalid username or password."), ``public.git`` is served
+one as GitHub does (401 with "Invalid username or password."), ``gitlab-private.git`` as GitLab
+does (401 with "HTTP Basic: Access denied"), ``public.git`` is served
 anonymously. Used as an HTTP proxy for ``http://api.github.localhost/`` (where gh sends the API
 calls of ``GH_HOST=github.localhost``), it answers every API call 401 the way GitHub's API does. Also runnable by hand: ``python test_annotate_gitserver.py DIR`` serves until
 interrupted and prints its port.
@@ -23,7 +24,8 @@ from pathlib import Path
 import pytest
 
 USER, PASSWORD = "agent", "secret"
-PRIVATE = {"private"}
+PRIVATE = {"private", "gitlab-private"}
+GITLAB_STYLE = {"gitlab-private"}  # a wrong credential is answered in GitLab's words
 GITHUB_API = "http://api.github.localhost/"  # by name without .git: http-backend also finds private.git as /private
 
 
@@ -71,7 +73,8 @@ class _Handler(BaseHTTPRequestHandler):
         path, _, query = self.path.partition("?")
         repo = path.lstrip("/").split("/", 1)[0].removesuffix(".git")
         if repo in PRIVATE and not self._authorized():
-            body = b"Invalid username or password.\n" if self.headers.get("Authorization") else b""
+            denied = b"HTTP Basic: Access denied\n" if repo in GITLAB_STYLE else b"Invalid username or password.\n"
+            body = denied if self.headers.get("Authorization") else b""
             self._reply(401, body, "text/plain", ("WWW-Authenticate", 'Basic realm="private"'))
             return
         length = int(self.headers.get("Content-Length") or 0)
@@ -143,6 +146,7 @@ def populate(root: Path) -> None:
     pkg = {"pyproject.toml": PYPROJECT, "privpkg/__init__.py": ""}
     make_repo(root, "public.git", {"README": "public\n", **pkg})
     make_repo(root, "private.git", {"README": "private\n", **pkg})
+    make_repo(root, "gitlab-private.git", {"README": "private\n"})
 
 
 class GitServer:

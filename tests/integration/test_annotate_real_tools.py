@@ -89,6 +89,19 @@ def test_git_clone_private_prints_real_error_and_one_annotation(git_server: GitS
     assert "git-terminal-prompts-disabled" in audit_rules(env)
 
 
+def test_git_with_a_wrong_token_on_gitlab_gets_gitlabs_note(git_server: GitServer, env, tmp_path: Path) -> None:
+    """GitLab's 401 body reaches git's stderr as "remote: HTTP Basic: Access denied"; the GitLab
+    note replaces the generic one, once, and names the repository without the token."""
+    url = git_server.url("gitlab-private.git")
+    with_token = url.replace("http://", "http://oauth2:glpat-wrong@")
+    r = guard_annotate(["git", "ls-remote", with_token], env, tmp_path)
+    assert r.returncode == 128
+    assert b"remote: HTTP Basic: Access denied" in r.stderr and b"fatal: Authentication failed for" in r.stderr
+    line = assert_one(r, b"no GitLab token, by design", b'git_clone(url="' + url.encode() + b'")')
+    assert b"glpat-wrong" not in line and b"glab_mr_create" in line
+    assert audit_rules(env) == ["gitlab-http-basic-denied"]
+
+
 def test_git_clone_public_stays_quiet(git_server: GitServer, env, tmp_path: Path) -> None:
     r = guard_annotate(["git", "clone", git_server.url("public.git"), str(tmp_path / "pub")], env, tmp_path)
     assert r.returncode == 0, r.stderr

@@ -8,16 +8,11 @@ import time
 import pytest
 
 import guard.engine
-from guard import shell
+from guard import shell_decide
 from guard.ir import Verdict
-from guard.shell import parse_args
-from guard.shell_interactive import (
-    _shell_args,
-    ends_with_continuation,
-    init_script,
-    is_complete,
-    parse_state,
-)
+from guard.shell_args import parse_args
+from guard.shell_interactive import _shell_args, init_script, is_complete
+from guard.shell_state import ends_with_continuation, parse_state
 
 
 @pytest.mark.parametrize(
@@ -54,8 +49,8 @@ def test_parse_args(argv: list[str], mode: str, operand: str | None, rest: tuple
 
 def test_analysis_text_replaces_undecodable_bytes() -> None:
     raw = (b"git push \xff").decode("utf-8", "surrogateescape")
-    assert shell.analysis_text(raw) == "git push \ufffd"
-    assert shell.analysis_text("echo ok") == "echo ok"
+    assert shell_decide.analysis_text(raw) == "git push \ufffd"
+    assert shell_decide.analysis_text("echo ok") == "echo ok"
 
 
 def _patch(monkeypatch: pytest.MonkeyPatch, fn) -> None:  # noqa: ANN001
@@ -64,8 +59,8 @@ def _patch(monkeypatch: pytest.MonkeyPatch, fn) -> None:  # noqa: ANN001
 
 def test_decide_allow_and_refuse(monkeypatch: pytest.MonkeyPatch) -> None:
     _patch(monkeypatch, lambda c, ctx: Verdict("refuse", message="no") if "push" in c else Verdict("allow"))
-    assert shell.decide("git status", cwd="/").action == "run"
-    d = shell.decide("git push", cwd="/")
+    assert shell_decide.decide("git status", cwd="/").action == "run"
+    d = shell_decide.decide("git push", cwd="/")
     assert (d.action, d.message) == ("refuse", "no")
 
 
@@ -77,7 +72,7 @@ def test_decide_passes_session_state(monkeypatch: pytest.MonkeyPatch) -> None:
         return Verdict("allow")
 
     _patch(monkeypatch, analyze)
-    shell.decide("g push", cwd="/tmp/x", aliases={"g": "git"}, functions={"f": "f () { :; }"}, env={"X": "1"})
+    shell_decide.decide("g push", cwd="/tmp/x", aliases={"g": "git"}, functions={"f": "f () { :; }"}, env={"X": "1"})
     assert seen == {"cwd": "/tmp/x", "aliases": {"g": "git"}, "functions": {"f": "f () { :; }"}, "x": "1"}
 
 
@@ -87,7 +82,7 @@ def test_engine_failure_fails_open(monkeypatch: pytest.MonkeyPatch) -> None:
 
     _patch(monkeypatch, boom)
     monkeypatch.delenv("GUARD_FAIL", raising=False)
-    d = shell.decide("git push")
+    d = shell_decide.decide("git push")
     assert d.action == "run"
     assert d.message == "guard: internal error, running the command unchecked: ValueError: rules.yaml:3: bad"
 
@@ -95,7 +90,7 @@ def test_engine_failure_fails_open(monkeypatch: pytest.MonkeyPatch) -> None:
 def test_engine_failure_closed(monkeypatch: pytest.MonkeyPatch) -> None:
     _patch(monkeypatch, lambda c, ctx: 1 / 0)
     monkeypatch.setenv("GUARD_FAIL", "closed")
-    d = shell.decide("ls | wc -l")
+    d = shell_decide.decide("ls | wc -l")
     assert d.action == "refuse"
     assert d.message.startswith("guard: internal error, refusing the command (GUARD_FAIL=closed): ZeroDivisionError")
 
@@ -103,7 +98,7 @@ def test_engine_failure_closed(monkeypatch: pytest.MonkeyPatch) -> None:
 def test_engine_without_verdict_is_a_failure(monkeypatch: pytest.MonkeyPatch) -> None:
     _patch(monkeypatch, lambda c, ctx: None)
     monkeypatch.delenv("GUARD_FAIL", raising=False)
-    d = shell.decide("ls | wc -l")
+    d = shell_decide.decide("ls | wc -l")
     assert d.action == "run" and "no verdict" in (d.message or "")
 
 
@@ -114,10 +109,10 @@ def test_slow_analysis_is_cut_off(monkeypatch: pytest.MonkeyPatch) -> None:
         return Verdict("allow")
 
     _patch(monkeypatch, slow)
-    monkeypatch.setattr(shell, "ANALYSIS_TIMEOUT", 0.2)
+    monkeypatch.setattr(shell_decide, "ANALYSIS_TIMEOUT", 0.2)
     monkeypatch.delenv("GUARD_FAIL", raising=False)
     t = time.monotonic()
-    d = shell.decide("ls | wc -l")
+    d = shell_decide.decide("ls | wc -l")
     assert time.monotonic() - t < 2
     assert d.message == "guard: internal error, running the command unchecked: analysis took longer than 0.2s"
 
@@ -128,7 +123,7 @@ def test_recursion_error_is_caught(monkeypatch: pytest.MonkeyPatch) -> None:
 
     _patch(monkeypatch, deep)
     monkeypatch.delenv("GUARD_FAIL", raising=False)
-    assert shell.decide("x | y").message.startswith("guard: internal error, running the command unchecked: RecursionError")
+    assert shell_decide.decide("x | y").message.startswith("guard: internal error, running the command unchecked: RecursionError")
 
 
 @pytest.mark.parametrize(
@@ -202,7 +197,7 @@ def test_plain_commands_skip_the_analysis(monkeypatch: pytest.MonkeyPatch) -> No
 
     _patch(monkeypatch, must_not_run)
     monkeypatch.delenv("GUARD_FAIL", raising=False)
-    assert shell.decide("ls -la src") == shell.Decision("run", plain=True)
+    assert shell_decide.decide("ls -la src") == shell_decide.Decision("run", plain=True)
     # an alias or function of the same name makes the plain name mean more: analysed
-    assert shell.decide("ls -la", aliases={"ls": "git push"}).error is not None
-    assert shell.decide("ls -la", functions={"ls": "ls () { git push; }"}).error is not None
+    assert shell_decide.decide("ls -la", aliases={"ls": "git push"}).error is not None
+    assert shell_decide.decide("ls -la", functions={"ls": "ls () { git push; }"}).error is not None

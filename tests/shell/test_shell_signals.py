@@ -110,6 +110,6 @@ def _has_setpriv() -> bool:
 
 
 def checked_shell_uses_relay() -> bool:
-    from guard import shell
+    from guard import shell_decide
 
-    return shell._relay_runner() is not None
+    return shell_decide._relay_runner() is not None

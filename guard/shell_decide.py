@@ -1,0 +1,280 @@
+"""What every guard-shell mode (``-c``, script, stream, interactive) does with one command:
+decide it, record a refusal, and launch the real shell.
+
+Hot path: this module imports only ``os``, ``sys`` and ``signal`` at load time; the engine, the
+relay and the audit log are imported when they are needed.
+"""
+
+from __future__ import annotations
+
+import os
+import sys
+
+try:  # the C module: `signal` itself imports enum (~3 ms), paid on every command
+    import _signal as signal
+except ImportError:  # pragma: no cover - other Pythons
+    import signal  # type: ignore[no-redef]
+
+from guard.launch import original_environ, reset_signals
+
+REFUSED_STATUS = 126
+DEFAULT_REAL_SHELL = "/bin/bash"
+# The analysis of one command gets this many seconds; past it the guard's own failure policy
+# applies (GUARD_FAIL). A constant on purpose: nothing an agent sets can shorten it.
+ANALYSIS_TIMEOUT = 10.0
+
+
+def analysis_text(raw: str) -> str:
+    """Text for the analyser: undecodable bytes (kept as surrogates in argv) become U+FFFD.
+
+    The real shell always gets the original bytes; only the analysis sees this copy.
+    """
+    try:
+        raw.encode("utf-8")
+        return raw
+    except UnicodeEncodeError:
+        return os.fsencode(raw).decode("utf-8", "replace")
+
+
+# --------------------------------------------------------------------------- decision
+
+
+class Decision:
+    """What to do with one command: ``action`` is ``"run"`` or ``"refuse"``.
+
+    ``message`` is printed on stderr (the refusal text, or the one-line internal-error notice
+    when the guard itself failed). ``verdict`` is the engine's Verdict when there was one.
+    """
+
+    __slots__ = ("action", "message", "verdict", "error", "plain")
+
+    def __init__(self, action: str, message: str | None = None, verdict: object | None = None,
+                 error: str | None = None, plain: bool = False) -> None:
+        self.action, self.message, self.verdict, self.error = action, message, verdict, error
+        # plain: passed the pre-check (a listed program that runs nothing else): nothing it prints
+        # can need an annotation, so the real shell is exec'd without the relay
+        self.plain = plain
+
+    def __eq__(self, other: object) -> bool:
+        return isinstance(other, Decision) and all(getattr(self, k) == getattr(other, k) for k in self.__slots__)
+
+    def __repr__(self) -> str:
+        return f"Decision({self.action!r}, {self.message!r}, plain={self.plain!r})"
+
+
+class _AnalysisTimeout(Exception):
+    pass
+
+
+def _on_alarm(signum: int, frame: object) -> None:
+    raise _AnalysisTimeout(f"analysis took longer than {ANALYSIS_TIMEOUT:g}s")
+
+
+def _analyze_bounded(command: str, context: object) -> object:
+    from guard.engine import analyze
+
+    old = signal.signal(signal.SIGALRM, _on_alarm)
+    signal.setitimer(signal.ITIMER_REAL, ANALYSIS_TIMEOUT)
+    saved = _detach_stdin()
+    try:
+        return analyze(command, context)  # type: ignore[arg-type]
+    finally:
+        signal.setitimer(signal.ITIMER_REAL, 0)
+        signal.signal(signal.SIGALRM, old)
+        _reattach_stdin(saved)
+
+
+def _detach_stdin() -> int:
+    """Put ``/dev/null`` on fd 0 while the analysis runs: stdin is the command's (a pipe, the
+    rest of a script, the terminal), and nothing the analysis opens as ``/dev/stdin``,
+    ``/dev/fd/0`` or ``/proc/self/fd/0`` may take a byte of it. Returns the saved copy (-1:
+    nothing to restore)."""
+    try:
+        saved = os.dup(0)  # non-inheritable: nothing started meanwhile gets it
+    except OSError:
+        return -1
+    try:
+        null = os.open(os.devnull, os.O_RDONLY)
+        os.dup2(null, 0)
+        os.close(null)
+    except OSError:
+        os.close(saved)
+        return -1
+    return saved
+
+
+def _reattach_stdin(saved: int) -> None:
+    if saved >= 0:
+        try:
+            os.dup2(saved, 0)
+        finally:
+            os.close(saved)
+
+
+def reason(exc: BaseException) -> str:
+    text = str(exc).strip().splitlines()
+    detail = text[0] if text else ""
+    name = type(exc).__name__
+    if isinstance(exc, _AnalysisTimeout):
+        return detail
+    return f"{name}: {detail}"[:200] if detail else name
+
+
+def failure_decision(reason: str, env: dict[str, str] | os._Environ[str]) -> Decision:
+    """The guard could not decide: fail open (run, one line) unless ``GUARD_FAIL=closed``."""
+    if env.get("GUARD_FAIL", "").strip().lower() == "closed":
+        return Decision(
+            "refuse", f"guard: internal error, refusing the command (GUARD_FAIL=closed): {reason}", error=reason
+        )
+    return Decision("run", f"guard: internal error, running the command unchecked: {reason}", error=reason)
+
+
+def decide(
+    command: str,
+    cwd: str | None = None,
+    aliases: dict[str, str] | None = None,
+    functions: dict[str, str] | None = None,
+    env: dict[str, str] | None = None,
+    startup: tuple[str, ...] = (),
+) -> Decision:
+    """Analyse ``command`` and say whether to run it. Never raises.
+
+    ``startup``: files the shell reads first whose definitions are the command's state (the
+    profiles of a login shell).
+
+    A command that ``guard.precheck`` proves harmless (one plain simple command of a listed
+    program, nothing shadowing its name) runs without loading the analysis.
+    """
+    base_env = os.environ if env is None else env
+    if passes_precheck(command, base_env, aliases, functions):
+        return Decision("run", plain=True)
+    try:
+        from guard.context import Context
+
+        ctx = Context.from_environ(cwd=cwd, env=env, aliases=aliases or {}, functions=functions or {},
+                                   startup_files=startup)
+        verdict = _analyze_bounded(analysis_text(command), ctx)
+        kind = getattr(verdict, "verdict", None)
+        if kind == "allow":
+            return Decision("run", verdict=verdict)
+        if kind == "refuse":
+            message = getattr(verdict, "message", None) or "guard: command refused"
+            return Decision("refuse", message, verdict=verdict)
+        return failure_decision(f"the engine returned no verdict ({kind!r})", base_env)
+    except (Exception, RecursionError, MemoryError, _AnalysisTimeout) as exc:  # noqa: B014
+        return failure_decision(reason(exc), base_env)
+
+
+def passes_precheck(
+    command: str,
+    env: dict[str, str] | os._Environ[str],
+    aliases: dict[str, str] | None,
+    functions: dict[str, str] | None,
+) -> bool:
+    try:
+        from guard.precheck import trivially_allowed
+
+        shadowed = {*(aliases or {}), *(functions or {})}
+        return bool(trivially_allowed(command, env=env, shadowed=shadowed))
+    except Exception:  # noqa: BLE001 - no pre-check: the full analysis decides
+        return False
+
+
+# --------------------------------------------------------------------------- audit
+
+
+def record_refusal(command: str, decision: Decision, cwd: str | None, environ: dict[str, str] | None = None,
+                   client: str | None = None) -> None:
+    """Append the refusal to the audit log. A logging failure never changes the verdict."""
+    try:
+        from guard.audit import log
+
+        env = dict(os.environ if environ is None else environ)
+        v = decision.verdict
+        matched = getattr(v, "matched", None)
+        via = list(getattr(matched, "via", ()) or ())
+        record = log.build_record(
+            "refusal",
+            command,
+            cwd=cwd or "",
+            env=env,
+            verdict="refuse",
+            category=getattr(v, "category", None) or ("internal-error" if decision.error else None),
+            rule=getattr(v, "rule", None),
+            tool=getattr(v, "tool", None),
+            via=via,
+        )
+        client = client or env.get("GUARD_CLIENT") or None  # the agent host (claude-code, codex, …)
+        if client or env.get("GUARD_SESSION"):
+            from guard.hostwrap import identify
+
+            record = identify(record, client, env.get("GUARD_SESSION") or None)
+        log.append_record(record, env)
+    except Exception as exc:  # noqa: BLE001 - the log must never stop the shell
+        say(f"guard: warning: could not write the audit log: {reason(exc)}")
+
+
+# --------------------------------------------------------------------------- running
+
+
+def say(line: str) -> None:
+    try:
+        os.write(2, (line.rstrip("\n") + "\n").encode("utf-8", "surrogateescape"))
+    except OSError:
+        pass
+
+
+def real_shell() -> str:
+    return os.environ.get("GUARD_REAL_SHELL") or DEFAULT_REAL_SHELL
+
+
+def exec_real(argv: list[bytes], env: dict[bytes, bytes]) -> int:
+    shell = argv[0]
+    reset_signals()
+    try:
+        sys.stdout.flush()
+        sys.stderr.flush()
+    except Exception:  # noqa: BLE001
+        pass
+    try:
+        os.execve(shell, argv, env)
+    except OSError as exc:
+        say(f"guard: {os.fsdecode(shell)}: {exc.strerror}")
+        return 127 if isinstance(exc, FileNotFoundError) else REFUSED_STATUS
+    return REFUSED_STATUS  # not reached
+
+
+def _relay_runner() -> object | None:
+    """The stderr relay's ``run`` once the annotator has landed, else None (exec directly).
+
+    The only switch between the two ways of running an allowed command.
+    """
+    try:
+        from guard.act import relay
+    except Exception:  # noqa: BLE001 - broken: exec instead
+        return None
+    return getattr(relay, "run", None)
+
+
+def launch(args: list[bytes], command: str | None, plain: bool = False, verdict: object | None = None) -> int:
+    """Run the real shell with bash arguments ``args`` and return its status.
+
+    ``$0`` of the real shell is its own path (``GUARD_REAL_SHELL``), as when it is called by
+    that path. Under the relay a death by signal is mirrored; with exec this does not return.
+    """
+    shell = os.fsencode(real_shell())
+    env = original_environ()
+    run = None if plain else _relay_runner()
+    if run is None:
+        return exec_real([shell, *args], env)
+    reset_signals()
+    return int(
+        run(  # type: ignore[operator]
+            [os.fsdecode(a) for a in (shell, *args)],
+            {os.fsdecode(k): os.fsdecode(v) for k, v in env.items()},
+            command=command,
+            mirror_signal=True,
+            verdict=verdict,  # what classify knew: the annotator's programs, argv and tree
+        )
+    )
+
