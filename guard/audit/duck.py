@@ -41,35 +41,51 @@ _STRING_FIELDS = _FIELDS[2:]
 # of Supplementary Private Use Area-B and is turned back on the way out.
 _SURROGATE = re.compile("[\ud800-\udfff]")
 _MASKED = re.compile("[\U00100000-\U001007ff]")
-# A trailing comma (DuckDB's JSON reader takes it, Python's does not), or a field of ours whose
-# value is neither a string nor null: such lines are left to the Python reader.
-_NOT_FAST = r",[ \t\n\r]*[\]}]|\"(?:" + "|".join(_FIELDS) + r")\"[ \t\n\r]*:[ \t\n\r]*[^\" \t\n\rn]"
+# Lines left to the Python reader although DuckDB reads them: a trailing comma (DuckDB's JSON
+# reader takes it, Python's does not); and, of the lines with a \u escape, those with a lone
+# surrogate, a NUL, or an escape in a key (an escaped "id" is still our field to Python).
+_TRAILING_COMMA = r",[ \t\r]*[\]}]"
+_ODD_ESCAPE = r'\\u[dD][89a-fA-F]|\\u0000|\\u[0-9a-fA-F]{4}(?:[^"\\]|\\.)*"[ \t\r]*:'
 
-# One statement: every file's lines, the ones SQL reads as they are, and the others kept whole
-# for the Python reader. A line is read here when it is one JSON object with no trailing comma
-# (which DuckDB accepts and Python does not), no \u escape (lone surrogates, escaped keys), id
-# and ts strings, verdict or kind, and every field of ours a string or null (_NOT_FAST). One
-# difference is left: of a
-# key written twice in one object, json_extract reads the first and Python the last. guard's
-# writer never repeats a key and an agent cannot make it (what an agent types is in values,
-# escaped), so only a hand-edited log can tell.
+
+def _string(i: int) -> str:
+    """Field ``i`` (its JSON text) as a string: unquoted, or unescaped when it holds an escape."""
+    return f"CASE WHEN contains(j[{i}], '\\') THEN json_extract_string(j[{i}], '$') ELSE j[{i}][2:-2] END"
+
+
+_STRING_OR_NULL = " AND ".join(
+    f"(j[{i}] IS NULL OR j[{i}][1] = '\"' OR j[{i}] = 'null')" for i in range(3, len(_FIELDS) + 1)
+)
+
+# One statement per group of files: every line, the ones SQL reads as they are, and the others
+# kept whole for the Python reader. A line is read here when it is one JSON object (json_valid)
+# with none of the forms above, id and ts strings, verdict or kind a string, and every field of
+# ours a string or null (its JSON text starts with a quote, or is null). Differences left, each
+# of which only a hand-edited log can show (guard's writer never writes them, and what an agent
+# types is in values, escaped): of a key written twice in one object, json_extract reads the
+# first and Python the last; and nan or inf (lower case) as a value outside our fields, which
+# DuckDB reads as a number and Python refuses.
 _PARSE = f"""
-CREATE TABLE parsed AS
+INSERT INTO parsed
 SELECT src, lineno, 0 AS pos,
        CASE WHEN ok THEN NULL ELSE line END AS odd,
-       {", ".join(f"CASE WHEN ok THEN j[{i + 1}] END AS {f}" for i, f in enumerate(_FIELDS))},
+       {", ".join(f"CASE WHEN ok AND j[{i + 1}] <> 'null' THEN {_string(i + 1)} END AS {f}" for i, f in enumerate(_FIELDS))},
        CASE WHEN ok {{raw}} END AS raw,
-       CASE WHEN ok THEN guard_us(j[2]) END AS t_us
+       CASE WHEN ok THEN guard_us({_string(2)}) END AS t_us
 FROM (
   SELECT src, lineno, line, j,
-         coalesce(fast AND j[1] IS NOT NULL AND j[2] IS NOT NULL AND (j[3] IS NOT NULL OR j[4] IS NOT NULL), false) AS ok
+         coalesce(fast AND j[1][1] = '"' AND j[2][1] = '"' AND (j[3][1] = '"' OR j[4][1] = '"')
+                  AND {_STRING_OR_NULL},
+                  false) AS ok
   FROM (
     SELECT src, lineno, line, fast,
-           CASE WHEN fast THEN json_extract_string(line, {list("$." + f for f in _FIELDS)!r}) END AS j
+           CASE WHEN fast THEN CAST(json_extract(line, {list("$." + f for f in _FIELDS)!r}) AS VARCHAR[]) END AS j
     FROM (
       SELECT src, lineno, line,
-             line[1] = '{{' AND line[-1] = '}}' AND NOT contains(line, '\\u')
-               AND NOT regexp_matches(line, '{_NOT_FAST}') AND json_valid(line) AS fast
+             line[1] = '{{' AND line[-1] = '}}'
+               AND NOT regexp_matches(line, '{_TRAILING_COMMA}')
+               AND NOT (CASE WHEN contains(line, '\\u') THEN regexp_matches(line, '{_ODD_ESCAPE}') ELSE false END)
+               AND json_valid(line) AS fast
       FROM (
         SELECT src, lineno, CASE WHEN line[-1] = chr(13) THEN line[:-2] ELSE line END AS line
         FROM (
@@ -86,17 +102,13 @@ FROM (
 )
 """
 
-_PARSE_NOTHING = """
+_CREATE_PARSED = """
 CREATE TABLE parsed (src INTEGER, lineno BIGINT, pos INTEGER, odd VARCHAR, id VARCHAR, ts VARCHAR,
   verdict VARCHAR, kind VARCHAR, rule VARCHAR, category VARCHAR, agent VARCHAR, thread VARCHAR,
   command VARCHAR, role VARCHAR, raw VARCHAR, t_us BIGINT)
 """
 
 _MACROS = """
-CREATE OR REPLACE TEMP MACRO guard_str(x) AS
-  CASE WHEN x IS NULL OR x = 'null' THEN NULL
-       WHEN contains(x, '\\') THEN json_extract_string(x, '$')
-       ELSE x[2:-2] END;
 CREATE OR REPLACE TEMP MACRO guard_us(ts) AS
   CASE WHEN regexp_full_match(ts, '\\d{4}-\\d\\d-\\d\\dT\\d\\d:\\d\\d:\\d\\d\\.\\d{3}Z')
        THEN epoch_us(try_strptime(ts, '%Y-%m-%dT%H:%M:%S.%gZ')) END;
@@ -122,6 +134,7 @@ class DuckEngine:
         threads: int | None = None,
     ) -> None:
         self._dir = tempfile.mkdtemp(prefix="guard-audit-")
+        self._threads = threads or max(1, min(_cores(), 4))
         try:
             self.con = duckdb.connect(
                 os.path.join(self._dir, "audit.duckdb"),
@@ -129,7 +142,7 @@ class DuckEngine:
                     "memory_limit": memory_limit or DEFAULT_MEMORY,
                     "temp_directory": os.path.join(self._dir, "spill"),
                     "preserve_insertion_order": False,
-                    "threads": threads or max(1, min(os.cpu_count() or 1, 4)),
+                    "threads": self._threads,
                 },
             )
             self.con.execute(_MACROS)
@@ -209,25 +222,42 @@ class DuckEngine:
         names, pieces = self._sources(paths, stdin)
         self.loaded.sources = len(names)
         self._names = names
+        self.con.execute(_CREATE_PARSED)
+        parse = _PARSE.replace("{raw}", "THEN line" if self.keep_raw else "AND false THEN line")
+        # One statement reads its files on one core: the files are shared out between as many
+        # statements as there are threads, each on its own cursor, run side by side.
+        groups: list[list[tuple[int, int, str]]] = [[] for _ in range(max(1, min(self._threads, len(pieces))))]
+        sizes = [0] * len(groups)
+        for piece in sorted(pieces, key=lambda p: -_size(p[2])):
+            k = sizes.index(min(sizes))
+            groups[k].append(piece)
+            sizes[k] += _size(piece[2])
+        groups = [g for g in groups if g]
+        if len(groups) == 1:
+            self._parse_group(self.con, parse, groups[0])
+        elif groups:
+            with ThreadPoolExecutor(max_workers=len(groups)) as pool:
+                list(pool.map(lambda g: self._parse_group(self.con.cursor(), parse, g), groups))
+        self._read_odd_lines()
+        self._merge()
+
+    def _parse_group(self, cur: Any, parse: str, pieces: list[tuple[int, int, str]]) -> None:
+        if cur is not self.con:
+            cur.execute(_MACROS)
         files = [p for _, _, p in pieces]
         params = {"paths": files, "srcs": [s for s, _, _ in pieces], "bases": [b for _, b, _ in pieces]}
-        parse = _PARSE.replace("{raw}", "THEN line" if self.keep_raw else "AND false THEN line")
-        if not files:
-            parse = _PARSE_NOTHING
-            params = {}
         for _ in range(len(files) + 1):
             try:
-                self.con.execute(parse, params)
+                cur.execute(parse, params)
                 break
             except duckdb.InvalidInputException as e:
                 bad = _not_utf8(str(e), files)
                 if bad is None:
                     raise EngineError(str(e).splitlines()[0]) from None
-                fixed = os.path.join(self._dir, f"utf8-{files.index(bad)}.jsonl")
+                src, base, _ = pieces[files.index(bad)]
+                fixed = os.path.join(self._dir, f"utf8-{src}-{base}.jsonl")
                 _decode_replacing(bad, fixed)
                 files[files.index(bad)] = fixed
-        self._read_odd_lines()
-        self._merge()
 
     def _read_odd_lines(self) -> None:
         """The lines SQL left whole, read by the Python reader; its records join the others."""
@@ -345,9 +375,9 @@ class DuckEngine:
 
     # ------------------------------------------------------------------ the report
 
-    def _rows(self, sql: str, params: Mapping[str, Any] | None = None) -> list[tuple]:
+    def _rows(self, sql: str, params: Mapping[str, Any] | None = None, con: Any = None) -> list[tuple]:
         used = {k: v for k, v in (params or {}).items() if f"${k}" in sql}
-        return self.con.execute(sql, used).fetchall()
+        return (con or self.con).execute(sql, used).fetchall()
 
     def report(self, top_n: int, window_minutes: float, rule_ids: list[str] | None) -> dict[str, Any]:
         from guard.audit.normalise import normalise_command
@@ -355,12 +385,16 @@ class DuckEngine:
 
         params = {"top": top_n, "window_s": window_minutes * 60}
         records, refusals, first, last, agents, threads = self._rows(queries.SUMMARY)[0]
-        folded: dict[str, int] = {}
-        for command, count in self._rows(queries.REFUSED_COMMANDS):
-            key = normalise_command(_unmask(command))
-            folded[key] = folded.get(key, 0) + count
-        commands = sorted(folded.items(), key=lambda kv: (-kv[1], kv[0]))[:top_n]
-        threads_rows = self._rows(queries.RETRIES, params)
+        # The retry runs are worked out by DuckDB on a cursor of their own while this thread
+        # folds the commands (DuckDB lets go of the GIL while it runs a query).
+        with ThreadPoolExecutor(max_workers=1) as pool:
+            retries = pool.submit(self._rows, queries.RETRIES, params, self.con.cursor())
+            folded: dict[str, int] = {}
+            for command, count in self._rows(queries.REFUSED_COMMANDS):
+                key = normalise_command(_unmask(command))
+                folded[key] = folded.get(key, 0) + count
+            commands = sorted(folded.items(), key=lambda kv: (-kv[1], kv[0]))[:top_n]
+            threads_rows = retries.result()
         fired = {_unmask(r[0]) for r in self._rows(queries.FIRED)}
         never = None if rule_ids is None else [x for x in rule_ids if x not in fired]
         per_day = {day: (r, a) for day, r, a in self._rows(queries.PER_DAY)}
@@ -490,6 +524,19 @@ def _split(opener: Any, prefix: str) -> Iterator[tuple[int, str]]:
                 lines += buf.count(b"\n", 0, cut)
                 del buf[:cut]
                 n += 1
+
+
+def _cores() -> int:
+    if hasattr(os, "sched_getaffinity"):
+        return len(os.sched_getaffinity(0))
+    return os.cpu_count() or 1
+
+
+def _size(path: str) -> int:
+    try:
+        return os.path.getsize(path)
+    except OSError:
+        return 0
 
 
 def _write(path: str, data: bytes) -> str:

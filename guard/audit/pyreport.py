@@ -45,8 +45,8 @@ def is_refusal(rec: Record) -> bool:
     return rec.get("verdict") == "refuse" or rec.get("kind") == "refusal"
 
 
-def top(items: Iterable[str | None], n: int) -> list[tuple[str, int]]:
-    counts = Counter(x if x is not None else "-" for x in items)
+def top(items: Iterable[object], n: int) -> list[tuple[str, int]]:
+    counts = Counter(x if isinstance(x, str) else "-" if x is None else str(x) for x in items)
     return sorted(counts.items(), key=lambda kv: (-kv[1], kv[0]))[:n]
 
 
@@ -133,7 +133,7 @@ class Report:
     def as_dict(self) -> dict[str, Any]:
         refused = self.refusals()
         threads = retries(self.records, self.window_minutes * 60)
-        fired = {r.get("rule") for _, r in self.records if r.get("rule")}
+        fired = {_key(r.get("rule")) for _, r in self.records if r.get("rule")}
         never = None if self.rule_ids is None else [x for x in self.rule_ids if x not in fired]
         return {
             "summary": {
@@ -145,8 +145,8 @@ class Report:
                 "malformed": self.loaded.malformed,
                 "first": self.records[0][1]["ts"] if self.records else None,
                 "last": self.records[-1][1]["ts"] if self.records else None,
-                "agents": len({r.get("agent") for _, r in self.records}),
-                "threads": len({(r.get("agent"), r.get("thread")) for _, r in self.records}),
+                "agents": len({_key(r.get("agent")) for _, r in self.records}),
+                "threads": len({(_key(r.get("agent")), _key(r.get("thread"))) for _, r in self.records}),
             },
             "top": {
                 "rule": _pairs(top((r.get("rule") for r in refused), self.top_n)),
@@ -176,6 +176,11 @@ class Report:
             "never_fired": {"known": never is not None, "rules": never or []},
             "per_day": [{"day": d, "refusals": r, "annotations": a} for d, r, a in per_day(self.records)],
         }
+
+
+def _key(value: object) -> object:
+    """A field's value as a key: an object or a list where a name belongs is read as its text."""
+    return value if value is None or isinstance(value, (str, int, float, bool)) else str(value)
 
 
 def _pairs(items: list[tuple[str, int]]) -> list[dict[str, Any]]:

@@ -108,9 +108,21 @@ WITH refused AS (
   SELECT agent, thread, run, count(*) AS length, min(t) AS began FROM numbered GROUP BY agent, thread, run
 )"""
 
-RETRIES = (
-    _RUNS
-    + """, per_thread AS (
+# One sort: each thread's refusals in (t, id) order, numbered, each marked when it starts a run;
+# a run's length is where the next run starts (or the thread's end) less where it starts.
+RETRIES = f"""\
+WITH refused AS (
+  SELECT coalesce(nullif(agent, ''), '-') AS agent, coalesce(nullif(thread, ''), '-') AS thread,
+         coalesce(nullif(category, ''), '-') AS category, t, id
+  FROM kept WHERE {REFUSAL}
+), marked AS (
+  SELECT agent, thread, row_number() OVER w AS n, count(*) OVER (PARTITION BY agent, thread) AS total,
+         coalesce(t - lag(t) OVER w > $window_s, true) AS starts_run
+  FROM refused WINDOW w AS (PARTITION BY agent, thread ORDER BY t, id)
+), runs AS (
+  SELECT agent, thread, coalesce(lead(n) OVER (PARTITION BY agent, thread ORDER BY n), total + 1) - n AS length
+  FROM marked WHERE starts_run
+), per_thread AS (
   SELECT agent, thread, sum(length) AS refusals, count(*) AS runs,
          count(*) FILTER (WHERE length >= 2) AS runs_with_retries,
          sum(length) - count(*) AS wasted, max(length) AS longest
@@ -125,7 +137,6 @@ SELECT p.agent, p.thread, p.refusals, p.runs, p.runs_with_retries, p.wasted, p.l
 FROM per_thread AS p JOIN categories AS c ON c.agent = p.agent AND c.thread = p.thread AND c.rank = 1
 ORDER BY p.wasted DESC, p.longest DESC, p.agent, p.thread;
 """
-)
 
 FIRED = "SELECT DISTINCT rule FROM kept WHERE rule <> '';\n"
 

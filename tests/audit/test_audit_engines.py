@@ -104,3 +104,40 @@ def test_large_inputs_are_read_in_pieces_with_their_line_numbers(
     data = json.loads(outputs["duckdb"].out)
     assert data["summary"]["records"] == 299 and data["summary"]["malformed"] >= 3
     assert outputs["duckdb"].err.decode().endswith("(first at " + str(tmp_path / "big.jsonl") + ":151)\n")
+
+
+def test_lines_sql_reads_and_lines_it_leaves_to_python(tmp_path: Path) -> None:
+    """Lines near the edge of what the SQL reader takes (escapes in values and in keys, lone
+    surrogates, NUL, trailing commas, numbers and objects where a name belongs, nested objects
+    with our field names, spaces around colons, CRLF): the same report, records and CSV."""
+    if "duckdb" not in engines():
+        pytest.skip("DuckDB is not installed (pip install 'guard[audit]')")
+    base = '"verdict":"refuse","kind":"refusal","category":"publish","agent":"a","thread":"t"'
+    lines = [
+        '{"id":"e01","ts":"TS",BASE,"rule":"git-push","command":"echo \\u001b[31mred \\u00e9"}',
+        '{"id":"e02","ts":"TS",BASE,"rule":"git-push","command":"x \\ud800 y"}',
+        '{"id":"e03","ts":"TS",BASE,"rule":"git-push","command":"nul \\u0000 here"}',
+        '{"id":"e04","ts":"TS",BASE,"r\\u0075le":"escaped-key"}',
+        '{"id":"e05","ts":"TS",BASE,"rule":"git-push",}',
+        '{"id":"e06","ts":"TS",BASE,"rule":5}',
+        '{"id":"e07","ts":"TS",BASE,"rule" : {"a": 1}}',
+        '{"id":"e08","ts":"TS",BASE,"x":{"rule":"inner"},"rule":7}',
+        '{"id":"e09","ts":"TS",BASE,"rule" :  "spaced"}\r',
+        '{"id":"e10","ts":"TS",BASE,"rule":"q\\"uote","command":"say \\"hi\\""}',
+        '{"id":"e11","ts":"TS","verdict":"refuse","rule":null,"agent":"","thread":"t"}',
+        '{"id":"e12","ts":"TS","kind":"refusal","verdict":true,"rule":"r"}',
+        '{"id":"e13","ts":"2026-03-02T10:00:13Z",BASE,"rule":"other-time"}',
+        '{"id":"e14","ts":"TS",BASE,"rule":"git-push","x":[1,]}',
+        '{"id":"e15","ts":"TS",BASE,"rule":"git-push","x":NaN}',
+    ]
+    lines = [
+        line.replace("TS", f"2026-03-02T10:00:{n:02d}.000Z").replace("BASE", base) for n, line in enumerate(lines, 1)
+    ]
+    (tmp_path / "edge.jsonl").write_text("\n".join(lines) + "\n", encoding="utf-8", errors="surrogatepass")
+    for extra in ([], ["--json"], ["--records"], ["--csv"]):
+        got = {e: audit(e, [str(tmp_path / "edge.jsonl"), *RULES, *extra]) for e in engines()}
+        assert got["duckdb"].returncode == got["python"].returncode == 0, got["duckdb"].stderr
+        assert got["duckdb"].stdout == got["python"].stdout, extra
+        assert got["duckdb"].stderr == got["python"].stderr, extra
+    data = json.loads(audit("duckdb", [str(tmp_path / "edge.jsonl"), "--json"]).stdout)
+    assert data["summary"]["records"] == 13 and data["summary"]["malformed"] == 2  # e05 and e14
