@@ -4,11 +4,14 @@
     .venv/bin/python bench/audit_bench.py report [--sizes 1000000,10000000] [--files 400] [--dir DIR]
 
 ``report`` generates the fleet (``bench/audit_fleet.py``; kept in ``--dir`` for the next run) and
-runs ``guard audit`` over it twice side by side: today's code (``--engine python``, every record
-in memory) and the DuckDB engine, each in a child process, measuring wall time, CPU time and
-peak RSS (``wait4``), and checks that both printed the same report byte for byte. Today's code
-runs under an address-space cap (``--baseline-cap-gb``, default 6): past it, it fails with a
-MemoryError, and the figure printed is how long it ran before it did.
+runs ``guard audit`` over it side by side, each in a child process, measuring wall time, CPU time
+and peak RSS (``wait4``): today's code (``--engine python``, every record in memory, the report
+the issue compares against), the DuckDB engine as it was at ``--base-rev`` (a git worktree of
+that commit, made for the run and removed after it; ``--base-rev ''`` leaves it out), and the
+DuckDB engine of this checkout; then it checks that all printed the same report byte for byte,
+and prints the targets beside the figures with the load average. Today's code runs under an
+address-space cap (``--baseline-cap-gb``, default 6): past it, it fails with a MemoryError, and
+the figure printed is how long it ran before it did.
 
 Appending:
 
@@ -165,16 +168,19 @@ def _digest(path: Path) -> str:
     return hashlib.sha256(path.read_bytes()).hexdigest()[:16]
 
 
-def _run(argv: list[str], out: Path, cap_bytes: int | None = None) -> dict:
+def _run(argv: list[str], out: Path, cap_bytes: int | None = None, pythonpath: str | None = None) -> dict:
     """One child: wall seconds, CPU seconds, peak RSS in MB, exit status."""
 
     def limit() -> None:
         if cap_bytes:
             resource.setrlimit(resource.RLIMIT_AS, (cap_bytes, cap_bytes))
 
+    env = dict(os.environ)
+    if pythonpath:
+        env["PYTHONPATH"] = pythonpath
     t0 = time.perf_counter()
     with open(out, "wb") as f:
-        proc = subprocess.Popen(argv, stdout=f, stderr=subprocess.PIPE, preexec_fn=limit)
+        proc = subprocess.Popen(argv, stdout=f, stderr=subprocess.PIPE, preexec_fn=limit, env=env)
         assert proc.stderr is not None
         err = proc.stderr.read()
         _, status, usage = os.wait4(proc.pid, 0)
@@ -182,6 +188,7 @@ def _run(argv: list[str], out: Path, cap_bytes: int | None = None) -> dict:
     wall = time.perf_counter() - t0
     last = err.decode("utf-8", "replace").strip().splitlines()[-1:] or [""]
     return {
+        "load": os.getloadavg()[0],
         "wall": wall,
         "cpu": usage.ru_utime + usage.ru_stime,
         "rss_mb": usage.ru_maxrss / 1024,
@@ -190,8 +197,10 @@ def _run(argv: list[str], out: Path, cap_bytes: int | None = None) -> dict:
     }
 
 
-def _median_run(argv: list[str], out: Path, runs: int, cap: int | None = None) -> dict:
-    results = [_run(argv, out, cap) for _ in range(runs)]
+def _median_run(
+    argv: list[str], out: Path, runs: int, cap: int | None = None, pythonpath: str | None = None
+) -> dict:
+    results = [_run(argv, out, cap, pythonpath) for _ in range(runs)]
     ok = [r for r in results if r["status"] == 0] or results
     pick = sorted(ok, key=lambda r: r["wall"])[len(ok) // 2]
     return {**pick, "runs": len(results)}
@@ -199,11 +208,34 @@ def _median_run(argv: list[str], out: Path, runs: int, cap: int | None = None) -
 
 def _line(name: str, r: dict | None) -> str:
     if r is None:
-        return f"  {name:<26} not run"
+        return f"  {name:<34} not run"
     state = "" if r["status"] == 0 else f"   FAILED (exit {r['status']}: {r['last_stderr']})"
     return (
-        f"  {name:<26} {r['wall']:7.1f} s wall  {r['cpu']:7.1f} s CPU  {r['rss_mb']:7.0f} MB peak RSS{state}"
+        f"  {name:<34} {r['wall']:7.1f} s wall  {r['cpu']:7.1f} s CPU  {r['rss_mb']:7.0f} MB peak RSS"
+        f"   (load {r['load']:.1f}){state}"
     )
+
+
+def _base_checkout(rev: str, root: Path) -> Path | None:
+    """A worktree of ``rev`` under ``root`` (the code to compare with), or None when there is none."""
+    if not rev:
+        return None
+    where = root / f"base-{rev}"
+    if not where.exists():
+        made = subprocess.run(
+            ["git", "-C", str(HERE.parent), "worktree", "add", "--detach", str(where), rev],
+            capture_output=True,
+        )
+        if made.returncode != 0:
+            print(f"base {rev}: no worktree ({made.stderr.decode(errors='replace').strip()[:120]})")
+            return None
+    return where
+
+
+def _drop_checkout(where: Path | None) -> None:
+    if where is not None:
+        subprocess.run(["git", "-C", str(HERE.parent), "worktree", "remove", "--force", str(where)],
+                       capture_output=True)  # fmt: skip
 
 
 def report_main(argv: list[str]) -> None:
@@ -213,6 +245,9 @@ def report_main(argv: list[str]) -> None:
     p.add_argument("--dir", default=None, help="where the fleets are kept (default: a temp dir, removed)")
     p.add_argument("--runs", type=int, default=1, help="runs per engine and size (the median is printed)")
     p.add_argument("--baseline-cap-gb", type=float, default=6.0)
+    p.add_argument(
+        "--base-rev", default="3433f34", help="the DuckDB engine of this commit runs too ('' for none)"
+    )
     p.add_argument(
         "--no-baseline-above",
         type=int,
@@ -227,6 +262,7 @@ def report_main(argv: list[str]) -> None:
     root = Path(root_ctx.name if root_ctx else opts.dir)
     root.mkdir(parents=True, exist_ok=True)
     guard = [sys.executable, "-m", "guard.cli", "audit"]
+    base = _base_checkout(opts.base_rev, root)
     results = {}
     try:
         for size in [int(x) for x in opts.sizes.split(",")]:
@@ -237,28 +273,40 @@ def report_main(argv: list[str]) -> None:
                 f" {stats['enveloped']} in collector envelopes; gzip: one file in ten)"
             )
             new = _median_run([*guard, "--engine", "duckdb", str(where)], root / "new.txt", opts.runs)
+            before = None
+            if base is not None:
+                before = _median_run([*guard, "--engine", "duckdb", str(where)], root / "base.txt", opts.runs,
+                                     pythonpath=str(base))  # fmt: skip
             old = None
             if size <= opts.no_baseline_above:
                 cap = int(opts.baseline_cap_gb * 1024**3)
                 old = _median_run(
                     [*guard, "--engine", "python", str(where)], root / "old.txt", opts.runs, cap
                 )
+            target = TARGETS.get(size)
+            if target:
+                print(f"  {'target':<34} {target[0]:7.1f} s wall  {'':>13}  {target[1]:7.0f} MB peak RSS")
             print(_line("today (--engine python)", old))
-            print(_line("DuckDB engine", new))
-            if old and old["status"] == 0 and new["status"] == 0:
-                same = (root / "old.txt").read_bytes() == (root / "new.txt").read_bytes()
-                print(f"  ratio: {old['wall'] / new['wall']:.1f}x faster, {old['rss_mb'] / new['rss_mb']:.1f}x less memory;"
-                      f" same report byte for byte: {'yes' if same else 'NO'}")  # fmt: skip
-            elif old:
+            if base is not None:
+                print(_line(f"DuckDB engine at {opts.base_rev}", before))
+            print(_line("DuckDB engine (this checkout)", new))
+            outputs = {"today": (old, "old.txt"), "base": (before, "base.txt")}
+            for name, (r, file) in outputs.items():
+                if r and r["status"] == 0 and new["status"] == 0:
+                    same = (root / file).read_bytes() == (root / "new.txt").read_bytes()
+                    print(f"  vs {name}: {r['wall'] / new['wall']:.1f}x faster (wall), {r['cpu'] / new['cpu']:.1f}x less CPU,"
+                          f" {r['rss_mb'] / new['rss_mb']:.1f}x less memory; same report byte for byte: {'yes' if same else 'NO'}")  # fmt: skip
+            if old and old["status"] != 0:
                 print(
                     f"  today's code failed under a {opts.baseline_cap_gb:g} GB cap after {old['wall']:.0f} s"
                 )
-            target = TARGETS.get(size)
             if target:
                 ok = new["status"] == 0 and new["wall"] <= target[0] and new["rss_mb"] <= target[1]
-                print(f"  target: ≤ {target[0]:g} s and ≤ {target[1]} MB: {'met' if ok else 'NOT met'}")
-            results[size] = {"today": old, "duckdb": new}
+                print(f"  target: ≤ {target[0]:g} s and ≤ {target[1]} MB: {'met' if ok else 'NOT met'}"
+                      f" (wall figures mean little at a load above the {os.cpu_count()} cores)")  # fmt: skip
+            results[size] = {"today": old, "base": before, "duckdb": new}
     finally:
+        _drop_checkout(base)
         if root_ctx:
             root_ctx.cleanup()
 

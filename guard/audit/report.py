@@ -21,7 +21,7 @@ import json
 import os
 import re
 import sys
-from collections.abc import Iterable, Iterator, Mapping
+from collections.abc import Iterable, Iterator
 from datetime import UTC, date, datetime, timedelta
 from typing import IO, Any
 
@@ -94,66 +94,10 @@ def read_rules_list(path: str) -> list[str]:
 
 
 def policy_rule_ids() -> list[str] | None:
-    """The loaded rule set's ids, when ``guard.policy`` can tell; None when it cannot.
+    """The loaded rule set's ids of rules that write a record; None when it cannot be loaded."""
+    from guard.audit.ruleset import rule_ids
 
-    The rule loader's own warnings are not this report's business: they are swallowed here
-    (``guard rules lint`` is where they belong).
-    """
-    import contextlib
-
-    saved = None
-    try:
-        try:  # the loader may write to fd 2 directly
-            sys.stderr.flush()
-            saved = os.dup(2)
-            devnull = os.open(os.devnull, os.O_WRONLY)
-            os.dup2(devnull, 2)
-            os.close(devnull)
-        except (OSError, ValueError, AttributeError):
-            saved = None
-        with contextlib.redirect_stderr(io.StringIO()):
-            return _policy_rule_ids()
-    except Exception:
-        return None
-    finally:
-        if saved is not None:
-            os.dup2(saved, 2)
-            os.close(saved)
-
-
-def _policy_rule_ids() -> list[str] | None:
-    from guard import policy
-    from guard.context import Context
-
-    ctx = Context.from_environ()
-    fn = getattr(policy, "rule_ids", None)
-    if callable(fn):
-        return sorted({str(x) for x in fn(ctx)})
-    rules = policy.load(ctx)
-    items = getattr(rules, "rules", rules)
-    if isinstance(items, Mapping):
-        items = list(items.values())
-    ids = set()
-    for rule in items:
-        if _field(rule, "verdict") == "allow":
-            continue  # an allow rule never writes a record: it cannot "fire" in the log
-        rid = _field(rule, "id")
-        if rid:
-            ids.add(str(rid))
-    try:  # stderr annotation rules write records too
-        from guard.act.annotate import load_rules
-        from guard.act.stderr_rules import default_paths
-
-        ids.update(str(r.id) for r in load_rules(default_paths(ctx.env), env=ctx.env))
-    except Exception:
-        pass
-    return sorted(ids) or None
-
-
-def _field(rule: object, name: str) -> object:
-    if isinstance(rule, Mapping):
-        return rule.get(name)
-    return getattr(rule, name, None)
+    return rule_ids()
 
 
 # --------------------------------------------------------------------------- the report

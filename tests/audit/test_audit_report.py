@@ -307,6 +307,26 @@ def test_normalise_command(command: str, normal: str) -> None:
     assert report.normalise_command(command) == normal
 
 
+def test_normalise_command_reads_programs_through_the_rule_sets_specs() -> None:
+    """Which words are a program's subcommand and action, and which options take a value, come
+    from the program specs (rules/programs/*.yaml): a spec added for a program changes how its
+    commands fold, and a program without one has no subcommand."""
+    from guard.audit.ruleset import program_specs
+    from guard.policy.programs import compile_specs
+
+    shipped = dict(program_specs())
+    assert report.normalise_command("npm install left-pad", specs=shipped) == "npm …"
+    npm = compile_specs({"npm": {"global_options": {"with_value": ["--prefix"]}, "what_action": ["run"]}})
+    specs = {**shipped, **npm}
+    assert report.normalise_command("npm install left-pad", specs=specs) == "npm install …"
+    assert report.normalise_command("npm --prefix /w run build", specs=specs) == "npm --prefix … run build"
+    # git's spec: bundle names its action, bisect does not; -C takes a value before the subcommand
+    assert report.normalise_command("git bundle create out.bundle", specs=shipped) == "git bundle create …"
+    assert report.normalise_command("git bisect start", specs=shipped) == "git bisect …"
+    assert report.normalise_command("git -C /w push", specs={}) == "git -C …"
+    assert report.normalise_command("git -C /w push", specs=shipped) == "git -C … push"
+
+
 def test_retries_runs_and_wasted_steps(tmp_path: Path, capsysbinary: pytest.CaptureFixture[bytes]) -> None:
     m = 60.0
     recs = [
@@ -450,6 +470,7 @@ def test_rule_ids_come_from_guard_policy_when_it_can_tell(
     import types
 
     import guard
+    from guard.audit import ruleset
 
     fake = types.ModuleType("guard.policy")
 
@@ -460,6 +481,7 @@ def test_rule_ids_come_from_guard_policy_when_it_can_tell(
             {"other": 1},
             {"id": "git-outside", "verdict": "allow"},
         ]
+        programs: dict = {}
 
     def load(ctx: object) -> RuleSet:
         print("a rule loader warning", file=sys.stderr)
@@ -469,13 +491,17 @@ def test_rule_ids_come_from_guard_policy_when_it_can_tell(
     monkeypatch.setitem(sys.modules, "guard.policy", fake)
     monkeypatch.setitem(sys.modules, "guard.act.annotate", None)  # no stderr rules in this test
     monkeypatch.setattr(guard, "policy", fake, raising=False)
-    assert REAL_POLICY_RULE_IDS() == ["git-init", "git-push"]
-    fake.rule_ids = lambda ctx: ["b", "a"]  # type: ignore[attr-defined]
-    assert REAL_POLICY_RULE_IDS() == ["a", "b"]
+    ruleset._rule_set.cache_clear()
+    try:
+        assert REAL_POLICY_RULE_IDS() == ["git-init", "git-push"]
 
-    def broken(ctx: object) -> list[str]:
-        raise RuntimeError("rules half-written")
+        def broken(ctx: object) -> RuleSet:
+            raise RuntimeError("rules half-written")
 
-    fake.rule_ids = broken  # type: ignore[attr-defined]
-    assert REAL_POLICY_RULE_IDS() is None  # degrade: the report says "unknown"
-    assert capsys.readouterr().err == ""  # the loader's warnings are not the report's
+        fake.load = broken  # type: ignore[attr-defined]
+        ruleset._rule_set.cache_clear()
+        assert REAL_POLICY_RULE_IDS() is None  # degrade: the report says "unknown"
+        assert capsys.readouterr().err == ""  # the loader's warnings are not the report's
+    finally:
+        ruleset._rule_set.cache_clear()
+        ruleset.program_specs.cache_clear()
