@@ -48,6 +48,7 @@ MAX_DEPTH = 200
 MAX_STATEMENTS = 10_000
 MAX_WORDS = 20_000
 PARSE_CPU_SECONDS = 0.5
+QUICK_CPU_SECONDS = 0.02  # in-process try for input over ISOLATE_ABOVE, before any fork
 ISOLATE_ABOVE = 8 * 1024  # bytes; 17 of the shared corpus's 29,430 commands are larger
 CHILD_CPU_SECONDS = 1
 CHILD_WALL_SECONDS = 5.0
@@ -929,19 +930,35 @@ def _parse_bytes(data: bytes) -> Any:
     """tree-sitter's tree for ``data``, within the parse budgets.
 
     tree-sitter's error recovery is quadratic on long flat input: 16,000 pipeline stages and an
-    unbalanced ``(`` cost it 12 s and 2.2 GB, and more ends in the kernel's OOM killer. So input
-    over ``ISOLATE_ABOVE`` bytes is first parsed in a forked child under CPU and memory limits;
-    only input it parsed cleanly, and so without error recovery, is parsed here. That parse is fed
-    through a reader so tree-sitter's progress callback can stop it past the CPU budget
-    (returning early from the reader, or raising in it, is not safe in the binding).
+    unbalanced ``(`` cost it 12 s and 2.2 GB, and more ends in the kernel's OOM killer. Input
+    over ``ISOLATE_ABOVE`` bytes is first parsed here under a small CPU budget
+    (``QUICK_CPU_SECONDS``, well above what any clean agent command needs: a 50 KB one takes
+    under 1 ms, and the memory error recovery can take in that time is a few MB). Only input it
+    does not finish goes on to a forked child under CPU and memory limits, and is parsed here
+    only if the child parsed it cleanly, without error recovery. The fork costs 10-20 ms, twenty
+    times the parse itself, so it is kept for input that is costly anyway. Each parse is fed
+    through a reader so tree-sitter's progress callback can stop it (returning early from the
+    reader, or raising in it, is not safe in the binding).
     """
     if len(data) <= ISOLATE_ABOVE:
         return get_parser().parse(data)
+    tree = _budgeted_parse(data, QUICK_CPU_SECONDS)
+    if tree is not None:
+        return tree
     verdict = _trial_parse(data)
     if verdict == "error":
         raise Unparsed("tree-sitter found a syntax error")
     if verdict == "budget":
         raise OverBudget(f"tree-sitter needed more than {CHILD_CPU_SECONDS} s of CPU or {CHILD_MEMORY >> 20} MiB")
+    tree = _budgeted_parse(data, PARSE_CPU_SECONDS)
+    if tree is None:
+        raise OverBudget(f"parsing took more than {PARSE_CPU_SECONDS} s of CPU")
+    return tree
+
+
+def _budgeted_parse(data: bytes, seconds: float) -> Any:
+    """tree-sitter's tree for ``data``, or None when parsing took more than ``seconds`` of this
+    thread's CPU time (the parser is then reset, so the next parse starts afresh)."""
     import time
 
     start = time.thread_time()
@@ -950,12 +967,14 @@ def _parse_bytes(data: bytes) -> Any:
         return data[offset : offset + _CHUNK]
 
     def over(*_state: Any) -> bool:
-        return time.thread_time() - start > PARSE_CPU_SECONDS
+        return time.thread_time() - start > seconds
 
+    parser = get_parser()
     try:
-        return get_parser().parse(read, progress_callback=over)
+        return parser.parse(read, progress_callback=over)
     except ValueError:  # "Parsing failed": the callback stopped it
-        raise OverBudget(f"parsing took more than {PARSE_CPU_SECONDS} s of CPU") from None
+        parser.reset()
+        return None
 
 
 def _trial_parse(data: bytes) -> str:
