@@ -1,17 +1,21 @@
 """Parse stage: command text → ``guard.ir.Script``.
 
-``parse(src)`` tries tree-sitter-bash first, then bashlex (imported lazily, only for the few
-commands tree-sitter rejects or misparses), then a conservative token scan. It never raises:
-when nothing works it returns ``Script(body=None, parser="none", error=…)``.
+``parse(src)`` reads a plain command (two in three) directly, into the IR tree-sitter's lowering
+would give it (``guard.parse.plain``); anything else goes to tree-sitter-bash, then bashlex
+(imported lazily, only for the few commands tree-sitter rejects or misparses), then a
+conservative token scan. It never raises: when nothing works it returns
+``Script(body=None, parser="none", error=…)``. Text nested in a command reaches ``parse_at``
+again through ``guard.parse.nested``, so the lowerings do not import this package.
 """
 
 from __future__ import annotations
 
 from guard.ir import UNKNOWN, Script
 
-# The tree-sitter lowering, which nearly every parse uses. Importing it loads no tree-sitter
-# code (its parser is built on first use), and here it is one import, not one per parse.
-from guard.parse import treesitter
+# The plain reader and the tree-sitter lowering, which nearly every parse uses. Importing them
+# loads no tree-sitter code (its parser is built on first use), and here it is one import, not
+# one per parse.
+from guard.parse import nested, plain, treesitter
 
 __all__ = ["parse"]
 
@@ -53,6 +57,9 @@ def parse_at(src: str, base: int = 0, depth: int = 0) -> Script:
         return Script(None, src, "tree-sitter")
     if len(src) > MAX_INPUT:
         return Script(None, src, "none", error=f"input too large to analyse ({len(src)} characters)")
+    quick = plain.lower(src, base)  # two commands in three: the IR tree-sitter's lowering gives, sooner
+    if quick is not None:
+        return quick
     errors: list[str] = []
     try:
         return treesitter.lower(src, base, depth)
@@ -92,3 +99,6 @@ def parse(src: str) -> Script:
         return parse_at(src)
     except Exception as exc:  # noqa: BLE001 - the contract is "never raises"
         return Script(None, src, "none", error=_describe("parse", exc))
+
+
+nested.register(parse_at)

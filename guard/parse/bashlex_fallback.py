@@ -23,6 +23,7 @@ import os
 import sys
 from typing import Any
 
+import guard.parse.build as build
 from guard.ir import (
     Assign,
     FunctionDef,
@@ -35,7 +36,7 @@ from guard.ir import (
     Subshell,
     Word,
 )
-from guard.parse import build
+from guard.parse.nested import reparse
 from guard.parse.words import _Lexer, is_assignment, lex_word, merge_lits, unescape_unquoted
 
 _bashlex: Any = None
@@ -241,9 +242,7 @@ class _Lower:
         self.depth = depth
 
     def sub(self, kind: str, inner: str, offset: int) -> Script:
-        from guard.parse import parse_at
-
-        return parse_at(inner, offset, self.depth + 1)
+        return reparse(inner, offset, self.depth + 1)
 
     def pos(self, p: tuple[int, int]) -> tuple[int, int]:
         return (self.base + p[0], self.base + p[1])

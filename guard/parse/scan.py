@@ -9,8 +9,9 @@ Never raises.
 
 from __future__ import annotations
 
+import guard.parse.build as build
 from guard.ir import Assign, Lit, Node, Redirect, Script, Simple, Word
-from guard.parse import build
+from guard.parse.nested import reparse
 from guard.parse.words import (
     _Lexer,
     is_assignment,
@@ -40,9 +41,7 @@ class _Scanner:
         self.bodies: dict[int, Word] = {}
 
     def sub(self, kind: str, inner: str, offset: int) -> Script:
-        from guard.parse import parse_at
-
-        return parse_at(inner, offset, self.depth + 1)
+        return reparse(inner, offset, self.depth + 1)
 
     def word_end(self, i: int) -> int:
         """End index of the word starting at ``i``."""

@@ -14,6 +14,7 @@ from __future__ import annotations
 import re
 from bisect import bisect_left
 
+import guard.parse.build as build
 from guard.ir import (
     UNKNOWN,
     Arith,
@@ -32,8 +33,8 @@ from guard.ir import (
     Subshell,
     Word,
 )
-from guard.parse import build
 from guard.parse._ts_loader import get_parser  # loads tree-sitter on the first call, not here
+from guard.parse.nested import reparse
 from guard.parse.words import _Lexer, decode_ansi_c, lex_word, merge_lits, unescape_dquoted, unescape_unquoted
 from guard.record import replace
 
@@ -664,9 +665,7 @@ class _Lower:
         return out
 
     def sub(self, kind: str, inner: str, offset: int) -> Script:
-        from guard.parse import parse_at
-
-        return parse_at(inner, offset, self.depth + 1)
+        return reparse(inner, offset, self.depth + 1)
 
     # ----------------------------------------------------------------- words
 
