@@ -1,11 +1,13 @@
 """Every benchmark, one after the other, each printing its figures beside its baseline.
 
-    .venv/bin/python bench/run_all.py [--quick]
+    .venv/bin/python bench/run_all.py [--quick] [--baseline DIR]
 
 Each prints its figures beside the baseline measured in the same run, and the target:
 
 - analysis_bench: in-process checks per second, median / p99 / max per command (shared corpus,
-  peers), the 1 MB and 500-deep cases (target: >= 20,000 checks/s, p99 < 0.5 ms);
+  peers), the 1 MB and 500-deep cases (target: >= 20,000 checks/s, p99 < 0.5 ms); with
+  ``--baseline DIR`` (an older checkout, e.g. ``git worktree add /tmp/base REV``) the same figures
+  for that code, measured in the same run;
 - shell_bench: guard-shell -c against bash -c and the floor (``python -I -S -c pass`` of the same
   interpreter): plain commands over the floor (target <= 1 ms), analysed ones over bash plus the
   floor (target <= 4 ms), with the analysis server and without it; peak RSS;
@@ -42,6 +44,7 @@ def main() -> None:
     ap.add_argument("--relay-size", default=None, help="bytes per relay run (default 1G; --quick 64M)")
     ap.add_argument("--load-commands", type=int, default=None, help="commands of the load bench (default 10000)")
     ap.add_argument("--runs", type=int, default=None, help="runs per case of the shell benches (default 30)")
+    ap.add_argument("--baseline", default=None, help="an older guard checkout for the analysis bench's baseline")
     ns = ap.parse_args()
     runs_n = str(ns.runs or (10 if ns.quick else 30))
     relay_size = ns.relay_size or ("64M" if ns.quick else "1G")
@@ -57,7 +60,8 @@ def main() -> None:
     print(f"guard from {pkg} ({'editable: start-up figures include the import hook' if editable else 'installed'})")
     print(f"python {sys.version.split()[0]}, {os.cpu_count()} CPUs, load average {os.getloadavg()[0]:.1f}\n")
     runs = [
-        ("analysis", [str(HERE / "analysis_bench.py")] + (["--limit", "3000"] if ns.quick else [])),
+        ("analysis", [str(HERE / "analysis_bench.py")] + (["--limit", "3000"] if ns.quick else [])
+                     + (["--baseline", ns.baseline] if ns.baseline else [])),
         ("guard-shell vs bash and the floor", [str(HERE / "shell_bench.py"), "--runs", runs_n]),
         ("agent host wrappers", [str(HERE / "wrapper_bench.py"), "--runs", "5" if ns.quick else "20"]),
         ("analysed path, step by step", [str(HERE / "path_profile.py"), "--runs", runs_n]),
