@@ -61,7 +61,7 @@ def guard(*args: str) -> list[str]:
     launcher = Path(PY).parent / "guard"
     if launcher.exists():
         return [str(launcher), "annotate", "--", *args]
-    return [PY, "-m", "guard.act.annotate", "--", *args]
+    return [PY, "-m", "guard.cli", "annotate", "--", *args]  # the dispatcher: any version has it
 
 
 def timed(cmd: str) -> tuple[float, int]:

@@ -57,7 +57,7 @@ def main(argv: list[str] | None = None) -> None:
 
             code = demo(rest)
         elif sub == "annotate":
-            from guard.act.annotate import main as annotate
+            from guard.act.annotate_cmd import main as annotate
 
             code = annotate(rest)
         elif sub == "audit":

@@ -1,6 +1,6 @@
 """The stderr annotator: explain recognised failures after the command ends (SPEC §5).
 
-``guard annotate -- PROGRAM [ARGS…]`` runs a program under the relay alone (``main``). The
+``guard annotate -- PROGRAM [ARGS…]`` runs a program under the relay alone (``annotate_cmd``). The
 annotator is the relay's sink: it watches stderr for the patterns of the rules whose conditions
 hold (environment, cwd in the tree, program), and when the command has ended appends each
 triggered annotation once, on a fresh line, as ``[guard] <message>``. Each printed annotation is
@@ -27,7 +27,6 @@ __all__ = [
     "Annotator",
     "cwd_in_tree",
     "load_rules",
-    "main",
     "render",
     "run_examples",
     "lint",
@@ -661,40 +660,3 @@ def lint(paths: Iterable[str]) -> list[str]:
     from guard.act.stderr_rules import load_with_problems
 
     return load_with_problems(paths, cache=False)[1]
-
-
-# --------------------------------------------------------------------------- guard annotate
-
-USAGE = "usage: guard annotate -- PROGRAM [ARGS...]"
-
-
-def main(argv: list[str]) -> int:
-    """``guard annotate -- PROGRAM [ARGS…]``; ``argv`` is what follows ``annotate``."""
-    args = list(argv)
-    if args and args[0] == "--":
-        args = args[1:]
-    elif args and args[0] in ("-h", "--help"):
-        print(USAGE)
-        return 0
-    elif args and args[0].startswith("-"):
-        _usage_error(f"unknown option {args[0]}")
-        return 2
-    if not args:
-        _usage_error("no program given")
-        return 2
-    from guard.act.relay import run
-
-    return run(args, mirror_signal=True)
-
-
-def _usage_error(msg: str) -> None:
-    try:
-        os.write(2, f"guard annotate: {msg}; {USAGE}\n".encode())
-    except OSError:
-        pass
-
-
-if __name__ == "__main__":
-    import sys
-
-    sys.exit(main(sys.argv[1:]))

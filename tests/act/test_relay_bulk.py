@@ -62,7 +62,7 @@ def _expected(seed: int, total: int, tail: bytes = b"") -> bytes:
 def _relayed(args: list[str], env: dict[str, str], reader=None) -> tuple[bytes, int]:
     """Run ``guard annotate -- ARGS`` with stderr a pipe we read; (stderr bytes, status)."""
     r, w = os.pipe()
-    p = subprocess.Popen([PY, "-m", "guard.act.annotate", "--", *args], env=env, stderr=w,
+    p = subprocess.Popen([PY, "-m", "guard.act.annotate_cmd", "--", *args], env=env, stderr=w,
                          stdout=subprocess.DEVNULL)
     os.close(w)
     data = (reader or _read_all)(r)
@@ -123,7 +123,7 @@ def test_a_slow_non_blocking_reader_still_gets_everything(env: dict[str, str]) -
 
     r, w = os.pipe()
     fcntl.fcntl(w, fcntl.F_SETFL, fcntl.fcntl(w, fcntl.F_GETFL) | os.O_NONBLOCK)
-    p = subprocess.Popen([PY, "-m", "guard.act.annotate", "--", PY, "-c", WRITER, "7", str(6 << 20)],
+    p = subprocess.Popen([PY, "-m", "guard.act.annotate_cmd", "--", PY, "-c", WRITER, "7", str(6 << 20)],
                          env=env, stderr=w, stdout=subprocess.DEVNULL)
     os.close(w)
     data = slow(r)
@@ -138,7 +138,7 @@ def test_a_reader_that_goes_away_ends_nothing_early(env: dict[str, str], tmp_pat
     done = tmp_path / "done"
     script = f"import os\nfor _ in range(64): os.write(2, bytes(1 << 20))\nopen({str(done)!r}, 'w').close()"
     r, w = os.pipe()
-    p = subprocess.Popen([PY, "-m", "guard.act.annotate", "--", PY, "-c", script], env=env, stderr=w,
+    p = subprocess.Popen([PY, "-m", "guard.act.annotate_cmd", "--", PY, "-c", script], env=env, stderr=w,
                          stdout=subprocess.DEVNULL)
     os.close(w)
     got = 0

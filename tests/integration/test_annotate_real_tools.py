@@ -21,7 +21,7 @@ PREFIX = b"[guard] "
 
 def guard_annotate(args: list[str], env: dict[str, str], cwd: Path, timeout: float = 90) -> subprocess.CompletedProcess:
     return subprocess.run(
-        [sys.executable, "-m", "guard.act.annotate", "--", *args],
+        [sys.executable, "-m", "guard.act.annotate_cmd", "--", *args],
         env=env, cwd=cwd, capture_output=True, timeout=timeout,
     )
 
@@ -111,7 +111,7 @@ def test_git_clone_public_stays_quiet(git_server: GitServer, env, tmp_path: Path
 
 
 def test_git_through_nested_guards_annotates_once(git_server: GitServer, env, tmp_path: Path) -> None:
-    inner = [sys.executable, "-m", "guard.act.annotate", "--", "git", "ls-remote", git_server.url("private.git")]
+    inner = [sys.executable, "-m", "guard.act.annotate_cmd", "--", "git", "ls-remote", git_server.url("private.git")]
     r = guard_annotate(inner, env, tmp_path)
     assert r.returncode == 128
     assert len(annotations(r.stderr)) == 1
