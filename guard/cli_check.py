@@ -410,7 +410,7 @@ def explanation(command: str, ctx: Context) -> Explanation:
     rs = policy.load(ctx)
     ctx = policy.effective_context(ctx, rs)
     script = parse.parse(command)
-    res = resolve.resolve(script, ctx)
+    res = resolve.resolve(script, ctx, parse.parse)
     v = policy.classify(script, res, ctx, rs)
     world = policy.world_of(ctx, rs)
     facts = tuple(ordered_facts(facts_for(inv, world)) for inv in v.invocations)

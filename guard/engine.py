@@ -17,5 +17,5 @@ def analyze(command: str, ctx: Context) -> Verdict:
     rules = policy.load(ctx)
     ctx = policy.effective_context(ctx, rules)
     script = parse.parse(command)
-    resolution = resolve.resolve(script, ctx)
+    resolution = resolve.resolve(script, ctx, parse.parse)  # the parse stage reads built code again
     return policy.classify(script, resolution, ctx, rules)

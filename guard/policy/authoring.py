@@ -725,7 +725,7 @@ def analyze_with(command: str, ctx: Any, rs: RuleSet) -> tuple[Any, Any, Any]:
 
     ctx = policy.effective_context(ctx, rs)
     script = parse.parse(command)
-    res = resolve.resolve(script, ctx)
+    res = resolve.resolve(script, ctx, parse.parse)
     return policy.classify(script, res, ctx, rs), res, ctx
 
 

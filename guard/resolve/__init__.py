@@ -12,11 +12,19 @@ from guard.ir import Resolution, Script
 from guard.resolve.state import Sink
 from guard.resolve.walk import walk_script  # at module level: not an import per command
 
+TYPE_CHECKING = False
+if TYPE_CHECKING:
+    from collections.abc import Callable
 
-def resolve(script: Script, ctx: Context) -> Resolution:
+
+def resolve(script: Script, ctx: Context, reparse: Callable[[str], Script] | None = None) -> Resolution:
+    """``reparse`` reads shell code the command builds (``bash -c``, ``eval``) again: the parse
+    stage's ``parse``, which is what it defaults to."""
+    if reparse is None:
+        from guard.parse import parse as reparse
     sink = Sink()
     try:
-        walk_script(script, ctx, sink)
+        walk_script(script, ctx, sink, reparse)
     except RecursionError:
         sink.note("command nested too deeply: analysis stopped")
     if script.error and script.parser in ("scan", "none"):

@@ -14,6 +14,7 @@ from collections.abc import Callable
 
 from guard.ir import UNKNOWN
 from guard.resolve.state import State
+from guard.resolve.variables import element, resolve_name, set_element
 
 MAX_DEPTH = 16
 _MASK = (1 << 64) - 1
@@ -238,8 +239,6 @@ class _Eval:
         return cur
 
     def var(self, name: str, sub: str | None) -> int | None:
-        from guard.resolve.words import _element, resolve_name
-
         key = self.index(sub)
         name = resolve_name(name, self.st)
         if name not in self.st.vars:
@@ -248,7 +247,7 @@ class _Eval:
         if val is None or key is None:
             return None
         try:
-            text = _element(val, key) if (sub is not None or not isinstance(val, str)) else val
+            text = element(val, key) if (sub is not None or not isinstance(val, str)) else val
         except ValueError:
             return None
         if text is None or text == "":
@@ -279,8 +278,6 @@ class _Eval:
         return None if v is None else str(v)
 
     def store(self, name: str, sub: str | None, val: int | None) -> None:
-        from guard.resolve.words import set_element
-
         text = UNKNOWN if val is None else str(val)
         key = "0" if sub is None else self.index(sub)
         set_element(self.st, name, key, text)

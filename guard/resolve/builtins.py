@@ -9,8 +9,10 @@ from collections.abc import Callable
 
 from guard import paths
 from guard.ir import UNKNOWN
-from guard.resolve.state import Assoc, State
-from guard.resolve.words import DEFAULT_IFS, resolve_name, set_element
+from guard.resolve.state import Assoc, State, relink
+from guard.resolve.state import home_of as _home
+from guard.resolve.variables import resolve_name, set_element
+from guard.resolve.words import DEFAULT_IFS
 
 DECLARE = frozenset({"export", "declare", "typeset", "local", "readonly"})
 
@@ -42,11 +44,6 @@ def apply(argv: list[str], st: State, stdin: str | None = None, env: dict | None
         handler(_Call(argv, st, stdin, env or {}, compound))
 
 
-def _home(st: State) -> str:
-    h = st.vars.get("HOME")
-    return h if isinstance(h, str) else "/root"
-
-
 def _cd(c: _Call) -> None:
     argv, st = c.argv, c.st
     args = [a for a in argv[1:] if a not in ("-P", "-L", "-e", "-@", "--")]
@@ -73,8 +70,6 @@ def _cd_target(arg: str, c: _Call) -> str | None:
     st = c.st
     home = _home(st)
     if st.links:
-        from guard.resolve.programs import relink
-
         arg = relink(arg, st)
     local = paths.real(paths.join(st.cwd, arg, home))
     cdpath = c.env.get("CDPATH") if "CDPATH" in c.env else st.vars.get("CDPATH")

@@ -9,7 +9,7 @@ import shlex
 from collections.abc import Mapping
 from functools import lru_cache
 
-from guard.resolve import files
+import guard.resolve.files as files
 
 GLOBAL_WITH_ARG = frozenset({"-C", "-c", "--git-dir", "--work-tree", "--namespace", "--config-env", "--super-prefix"})
 

@@ -6,19 +6,21 @@ from __future__ import annotations
 import os
 import re
 
+import guard.resolve.files as files
+import guard.resolve.sourced as sourced
 from guard import paths
 from guard.ir import UNKNOWN, Invocation
-from guard.resolve import files, sourced
 from guard.resolve.inline import analyze_inline, interpreter_lang  # not an import per command
 from guard.resolve.sedscript import sed_commands
 from guard.resolve.state import Frame, State
+from guard.resolve.state import home_of as _home
 from guard.resolve.words import PROCSUB_PATH as FAKE_PROCSUB
 from guard.resolve.wrappers import SHELLS, WRAPPERS, basename
 
 TYPE_CHECKING = False  # typing costs ~2-7 ms to import on the command path
 
 if TYPE_CHECKING:
-    from guard.resolve.walk import Walker
+    from guard.resolve.state import Walker
 
 SCRIPT_CAP = 512 * 1024
 
@@ -147,20 +149,6 @@ def identity(argv: tuple[str, ...], st: State, cwd: str, env: dict[str, str | No
         if real in NAMED and real != base:
             return (real, *argv[1:]), f"{real} as {_show(name)}"
     return None
-
-
-def relink(arg: str, st: State) -> str:
-    """A path through a symlink ``ln -s`` made earlier in the command, as the target it names
-    (``ln -sfn /workspace/app /tmp/wa && git -C /tmp/wa commit``); other words unchanged."""
-    if "/" not in arg or UNKNOWN in arg:
-        return arg
-    full = paths.join(st.cwd, arg, _home(st)) if not arg.startswith("-") else None
-    if full is None:
-        return arg
-    for link, target in st.links.items():
-        if full == link or full.startswith(link + "/"):
-            return target + full[len(link):]
-    return arg
 
 
 def archive_copy(left: Invocation, right: Invocation, home: str) -> tuple[list[str], str] | None:
@@ -407,7 +395,7 @@ def _git_alias(
     stdin: str | None, writes: tuple[str, ...], refs: list[str], pos: tuple[int, int],
 ) -> bool:
     """Expand a git alias into what it runs; remember ``git config alias.X …`` for later."""
-    from guard.resolve import gitalias
+    import guard.resolve.gitalias as gitalias
 
     defined = gitalias.defined_by(argv)
     if defined:
@@ -443,7 +431,7 @@ def _project_runner(
     w: Walker, argv: tuple[str, ...], st: State, fr: Frame, cwd: str, env: dict[str, str | None]
 ) -> bool:
     """``npm run X`` and ``make X``: analyse the commands they would run, from their files."""
-    from guard.resolve import projects
+    import guard.resolve.projects as projects
 
     prog = basename(argv[0])
     steps = projects.make_recipes(argv, cwd) if prog in ("make", "gmake") else projects.npm_scripts(argv, cwd)
@@ -524,11 +512,6 @@ def _feed_xargs(argv: tuple[str, ...], stdin: str) -> tuple[str, ...]:
     if argv and argv[-1] == UNKNOWN:
         return (*argv[:-1], *items)
     return tuple(a.replace(UNKNOWN, items[0]) for a in argv)
-
-
-def _home(st: State) -> str:
-    h = st.vars.get("HOME")
-    return h if isinstance(h, str) else "/root"
 
 
 def _show(s: str) -> str:

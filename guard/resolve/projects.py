@@ -6,9 +6,9 @@ from __future__ import annotations
 import json
 import re
 
+import guard.resolve.files as files
 from guard import paths
 from guard.ir import UNKNOWN
-from guard.resolve import files
 
 FILE_CAP = 512 * 1024
 NPM_SHORTCUTS = frozenset({"test", "start", "stop", "restart"})

@@ -27,8 +27,7 @@ from guard.record import dataclass
 
 TYPE_CHECKING = False
 if TYPE_CHECKING:
-    from guard.resolve.state import Frame, State
-    from guard.resolve.walk import Walker
+    from guard.resolve.state import Frame, State, Walker
 
 VERSION = 1  # of what is cached; bump when the extraction changes
 DISK_MIN = 4 * 1024  # files at least this large are cached on disk too

@@ -3,8 +3,28 @@ functions, files the command wrote. Subshells work on a copy."""
 
 from __future__ import annotations
 
-from guard.ir import FunctionDef, Invocation
+from guard import paths
+from guard.ir import UNKNOWN, FunctionDef, Invocation
 from guard.record import dataclass, field
+
+TYPE_CHECKING = False  # typing costs ~2-7 ms to import on the command path
+if TYPE_CHECKING:
+    from typing import Protocol
+
+    class Walker(Protocol):
+        """What the program handlers (``programs``, ``sourced``) call back into: the walker in
+        ``walk``, which imports them, so they name it by this interface instead."""
+
+        sink: Sink
+        sourced_files: set[str]
+
+        def string(self, text: str, st: State, fr: Frame, via: str, stdin: str | None = None) -> None: ...
+
+        def string_in(self, text: str, st: State, fr: Frame, stdin: str | None = None) -> None: ...
+
+        def emit(self, argv: tuple[str, ...], st: State, fr: Frame, env: dict[str, str | None],
+                 stdin: str | None, writes: tuple[str, ...], refs: list[str], pos: tuple[int, int],
+                 program: str | None = None, cwd: str | None = None, facts: dict | None = None) -> None: ...
 
 
 class Assoc(dict):
@@ -77,6 +97,26 @@ class State:
             links=self.links,
             ran=self.ran,
         )
+
+
+def home_of(st: State) -> str:
+    """``$HOME`` as the command has it (``~`` expands to it)."""
+    h = st.vars.get("HOME")
+    return h if isinstance(h, str) else "/root"
+
+
+def relink(arg: str, st: State) -> str:
+    """A path through a symlink ``ln -s`` made earlier in the command, as the target it names
+    (``ln -sfn /workspace/app /tmp/wa && git -C /tmp/wa commit``); other words unchanged."""
+    if "/" not in arg or UNKNOWN in arg:
+        return arg
+    full = paths.join(st.cwd, arg, home_of(st)) if not arg.startswith("-") else None
+    if full is None:
+        return arg
+    for link, target in st.links.items():
+        if full == link or full.startswith(link + "/"):
+            return target + full[len(link):]
+    return arg
 
 
 WALK_BUDGET = 10_000

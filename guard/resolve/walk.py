@@ -8,6 +8,9 @@ from __future__ import annotations
 
 from functools import lru_cache
 
+import guard.resolve.builtins as builtins
+import guard.resolve.programs as programs
+import guard.resolve.sourced as sourced
 from guard import paths
 from guard.context import Context
 from guard.ir import (
@@ -29,18 +32,20 @@ from guard.ir import (
     Word,
 )
 from guard.record import replace
-from guard.resolve import builtins, programs, sourced
-from guard.resolve.state import Assoc, Frame, Sink, State
+from guard.resolve.state import Assoc, Frame, Sink, State, relink
+from guard.resolve.variables import resolve_name, set_element
 from guard.resolve.words import (
     Expander,
     Hooks,
     expand_one,
     expand_word,
     literal_field,
-    resolve_name,
-    set_element,
 )
 from guard.resolve.wrappers import basename
+
+TYPE_CHECKING = False
+if TYPE_CHECKING:
+    from collections.abc import Callable
 
 OUTPUT_OPS = frozenset({">", ">>", ">|", "&>", "&>>", "<>"})
 LATER_CODE = frozenset({"PROMPT_COMMAND", "PS0", "PS1", "PS2", "PS4"})
@@ -50,9 +55,15 @@ PIPE_TO_STAGES = 32
 
 
 class Walker:
-    def __init__(self, ctx: Context, sink: Sink) -> None:
+    """Walks the IR. ``reparse`` is the parse stage, given by the caller (as mvdan/sh's
+    ``expand.Config`` takes its command-substitution handler): shell code the command builds
+    (``bash -c``, ``eval``, alias values, ``${x@P}``) is read again through it, so the resolver
+    never imports the parser it sits behind."""
+
+    def __init__(self, ctx: Context, sink: Sink, reparse: Callable[[str], Script]) -> None:
         self.ctx = ctx
         self.sink = sink
+        self.reparse = reparse
         self.stdin_used: str | None = None  # what the last simple command read on stdin
         self.last_env: dict[str, str | None] = {}  # the assignments in front of the last simple command
         self.reads: list[str] = []  # input-redirection paths of the simple command being walked
@@ -223,7 +234,7 @@ class Walker:
         env = {k: (v if isinstance(v, str) else None) for k, v in assigned.items()} if assigned else {}
         self.last_env = env
         if st.links:
-            argv = [programs.relink(a, st) for a in argv]
+            argv = [relink(a, st) for a in argv]
         # aliases apply to the first word when it was written as a plain literal
         first = n.words[0]
         literal = first.literal if st.aliases else None  # no aliases (the usual case): no lookup
@@ -336,11 +347,9 @@ class Walker:
         self._string_in(text, st, fr, stdin)
 
     def _string_in(self, text: str, st: State, fr: Frame, stdin: str | None = None) -> None:
-        from guard.parse import parse
-
         if UNKNOWN in text:
             self.sink.note(f"{' → '.join(fr.via) or 'command'}: shell code with unknown parts")
-        script = parse(text)
+        script = self.reparse(text)
         if script.parser in ("scan", "none") and script.error:
             self.sink.note(f"{' → '.join(fr.via)}: could not parse nested shell code ({script.parser})")
         elif script.error:
@@ -394,7 +403,7 @@ class Walker:
                 ex.arith_text(a)
 
     def hooks(self, fr: Frame) -> Hooks:
-        return Hooks(lambda s, state: self.subst(s, state, fr), _lex)
+        return Hooks(lambda s, state: self.subst(s, state, fr), self.lex)
 
     def expand(self, w: Word, st: State, fr: Frame, refs: list[str] | None = None) -> list[str]:
         return expand_word(w, st, self.hooks(fr), refs)
@@ -445,11 +454,16 @@ class Walker:
         key = text if isinstance(st.vars.get(name), Assoc) or UNKNOWN in text else ex.arith_text(text)
         set_element(st, name, None if UNKNOWN in key else key, value)
 
+    def lex(self, text: str) -> Word:
+        """Text bash reads again as a word (``${x@P}``, an arithmetic subscript), lexed by the
+        parse stage's word lexer with its substitutions parsed through ``reparse``."""
+        from guard.parse.words import make_word
+
+        return make_word(text, 0, lambda kind, inner, off: self.reparse(inner))
+
     def compound(self, text: str, st: State, fr: Frame) -> list[str] | dict | None:
         """The array ``declare -a c='(…)'`` makes: the text is read again as an array literal."""
-        from guard.parse import parse
-
-        script = parse("__guard_a=" + text)
+        script = self.reparse("__guard_a=" + text)
         body = script.body
         if isinstance(body, Simple) and len(body.assigns) == 1 and body.assigns[0].array is not None and not body.words:
             return self.array_value(body.assigns[0].array, st, fr, [], "__guard_a")
@@ -536,13 +550,6 @@ def _with_env(st: State, env: dict[str, str | None]) -> State:
     return view
 
 
-def _lex(text: str) -> Word:
-    """Text bash reads again as a word (``${x@P}``, an arithmetic subscript), lexed by the parse
-    stage with its substitutions parsed."""
-    from guard.parse import parse
-    from guard.parse.words import make_word
-
-    return make_word(text, 0, lambda kind, inner, off: parse(inner))
 
 
 def _is_assignment_word(w: Word) -> bool:
@@ -578,9 +585,9 @@ def _with(inv: Invocation, **kw: object) -> Invocation:
     return replace(inv, **kw)
 
 
-def walk_script(script: Script, ctx: Context, sink: Sink) -> None:
+def walk_script(script: Script, ctx: Context, sink: Sink, reparse: Callable[[str], Script]) -> None:
     st = initial_state(ctx)
-    w = Walker(ctx, sink)
+    w = Walker(ctx, sink, reparse)
     if ctx.startup_files:
         sourced.startup(w, ctx.startup_files, st)
     w.node(script.body, st, Frame())
