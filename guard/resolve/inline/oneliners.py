@@ -531,6 +531,16 @@ class _Reader:
             return tuple(items), j
         if t.kind == "op" and t.value == "{" and self.lang in {"ruby", "perl"}:
             return self.hash(i + 1)
+        if t.kind == "op" and t.value == "{" and self.lang == "lua":  # a table constructor used as a list
+            items, j = self.list_items(i + 1, "}")
+            return tuple(items), j
+        if (self.lang == "lua" and t.kind == "word" and t.value == "table" and i + 3 < len(toks)
+                and toks[i + 1].value == "." and toks[i + 2].value == "concat" and toks[i + 3].value == "("):
+            args, _, j = self.args(i + 3)  # table.concat(list, sep)
+            seq, sep = (args + [""])[:2] if args else (UNK, "")
+            if not isinstance(seq, tuple):
+                return UNK, j
+            return (sep if isinstance(sep, str) else UNKNOWN).join(x if isinstance(x, str) else UNKNOWN for x in seq), j
         return UNK, i
 
     def list_items(self, i: int, close: str) -> tuple[list[object], int]:
@@ -586,13 +596,15 @@ class _Reader:
         if paren:
             i += 1
         stops = {",", ")"} if paren else {",", ";", "}", ")", "nl", "||", "&&", "|"}
+        if paren and self.lang == "julia":
+            stops.add(";")  # run(cmd; wait=false): keyword arguments after a semicolon
         if not paren and self.lang == "perl":
             stops.discard("nl")
         args: list[object] = []
         opts: dict[str, object] = {}
         while i < len(toks):
             t = toks[i]
-            if t.kind == "op" and t.value == ",":
+            if t.kind == "op" and (t.value == "," or (t.value == ";" and ";" in stops and paren)):
                 i += 1
                 continue
             if t.kind == "nl" and paren:
