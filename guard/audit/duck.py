@@ -48,19 +48,13 @@ _TRAILING_COMMA = r",[ \t\r]*[\]}]"
 _ODD_ESCAPE = r'\\u[dD][89a-fA-F]|\\u0000|\\u[0-9a-fA-F]{4}(?:[^"\\]|\\.)*"[ \t\r]*:'
 
 
-def _string(i: int) -> str:
-    """Field ``i`` (its JSON text) as a string: unquoted, or unescaped when it holds an escape."""
-    return f"CASE WHEN contains(j[{i}], '\\') THEN json_extract_string(j[{i}], '$') ELSE j[{i}][2:-2] END"
-
-
-_STRING_OR_NULL = " AND ".join(
-    f"(j[{i}] IS NULL OR j[{i}][1] = '\"' OR j[{i}] = 'null')" for i in range(3, len(_FIELDS) + 1)
-)
+_PATHS = repr(["$." + f for f in _FIELDS])
+_STRING_OR_NULL = " AND ".join(f"coalesce(y[{i}] IN ('VARCHAR', 'NULL'), true)" for i in range(3, len(_FIELDS) + 1))
 
 # One statement per group of files: every line, the ones SQL reads as they are, and the others
 # kept whole for the Python reader. A line is read here when it is one JSON object (json_valid)
 # with none of the forms above, id and ts strings, verdict or kind a string, and every field of
-# ours a string or null (its JSON text starts with a quote, or is null). Differences left, each
+# ours a string or null (json_type). Differences left, each
 # of which only a hand-edited log can show (guard's writer never writes them, and what an agent
 # types is in values, escaped): of a key written twice in one object, json_extract reads the
 # first and Python the last; and nan or inf (lower case) as a value outside our fields, which
@@ -69,17 +63,17 @@ _PARSE = f"""
 INSERT INTO parsed
 SELECT src, lineno, 0 AS pos,
        CASE WHEN ok THEN NULL ELSE line END AS odd,
-       {", ".join(f"CASE WHEN ok AND j[{i + 1}] <> 'null' THEN {_string(i + 1)} END AS {f}" for i, f in enumerate(_FIELDS))},
+       {", ".join(f"CASE WHEN ok THEN j[{i + 1}] END AS {f}" for i, f in enumerate(_FIELDS))},
        CASE WHEN ok {{raw}} END AS raw,
-       CASE WHEN ok THEN guard_us({_string(2)}) END AS t_us
+       CASE WHEN ok THEN guard_us(j[2]) END AS t_us
 FROM (
   SELECT src, lineno, line, j,
-         coalesce(fast AND j[1][1] = '"' AND j[2][1] = '"' AND (j[3][1] = '"' OR j[4][1] = '"')
-                  AND {_STRING_OR_NULL},
-                  false) AS ok
+         coalesce(fast AND y[1] = 'VARCHAR' AND y[2] = 'VARCHAR' AND (y[3] = 'VARCHAR' OR y[4] = 'VARCHAR')
+                  AND {_STRING_OR_NULL}, false) AS ok
   FROM (
     SELECT src, lineno, line, fast,
-           CASE WHEN fast THEN CAST(json_extract(line, {list("$." + f for f in _FIELDS)!r}) AS VARCHAR[]) END AS j
+           CASE WHEN fast THEN json_extract_string(line, {_PATHS}) END AS j,
+           CASE WHEN fast THEN json_type(line, {_PATHS}) END AS y
     FROM (
       SELECT src, lineno, line,
              line[1] = '{{' AND line[-1] = '}}'
@@ -330,15 +324,21 @@ class DuckEngine:
             ) WHERE copy > 1
             """
         )
+        # The later copies are deleted once, so the report's queries read the table as it is
+        # rather than each joining it with the copies again.
+        self.loaded.duplicates = con.execute("SELECT count(*) FROM later_copies").fetchone()[0]
+        if self.loaded.duplicates:
+            con.execute(
+                "DELETE FROM parsed USING later_copies AS c"
+                " WHERE parsed.src = c.src AND parsed.lineno = c.lineno AND parsed.pos = c.pos"
+            )
         con.execute(
             """
             CREATE VIEW records AS
             SELECT * EXCLUDE (src, lineno, pos, odd), t_us / 1000000 AS t FROM parsed
-            ANTI JOIN later_copies USING (src, lineno, pos)
             WHERE odd IS NULL AND t_us IS NOT NULL
             """
         )
-        self.loaded.duplicates = con.execute("SELECT count(*) FROM later_copies").fetchone()[0]
         con.execute("CREATE VIEW kept AS SELECT * FROM records")
 
     # ------------------------------------------------------------------ filtering
