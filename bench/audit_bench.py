@@ -178,9 +178,11 @@ def _run(argv: list[str], out: Path, cap_bytes: int | None = None, pythonpath: s
     env = dict(os.environ)
     if pythonpath:
         env["PYTHONPATH"] = pythonpath
+    # python -m puts the working directory first on sys.path: run where the code to measure is
+    cwd = pythonpath or str(HERE.parent)
     t0 = time.perf_counter()
     with open(out, "wb") as f:
-        proc = subprocess.Popen(argv, stdout=f, stderr=subprocess.PIPE, preexec_fn=limit, env=env)
+        proc = subprocess.Popen(argv, stdout=f, stderr=subprocess.PIPE, preexec_fn=limit, env=env, cwd=cwd)
         assert proc.stderr is not None
         err = proc.stderr.read()
         _, status, usage = os.wait4(proc.pid, 0)
