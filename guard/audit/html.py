@@ -65,6 +65,7 @@ def render_html(data: dict[str, Any], details: dict[str, Any], top_n: int) -> st
             "categories",
             data["top"]["category"],
             details["commands"].get("category", {}),
+            column="category",
         ),
         _ranked(
             "Refused most, by normalised command",
@@ -72,6 +73,7 @@ def render_html(data: dict[str, Any], details: dict[str, Any], top_n: int) -> st
             data["top"]["command"],
             details["commands"].get("command", {}),
             code=True,
+            column="normalised command",
         ),
         _retries(data["retries"], details["commands"].get("thread", {}), top_n),
         _ranked("Annotations, by rule", "annotations", details["annotations"], {}),
@@ -164,6 +166,7 @@ def _ranked(
     rows: list[dict[str, Any]],
     commands: dict[str, list[list[Any]]],
     code: bool = False,
+    column: str = "rule",
 ) -> str:
     head = f"<h2>{esc(title)}</h2>"
     if not rows:
@@ -176,7 +179,7 @@ def _ranked(
         body.append(
             f'<tr><td class="n">{r["count"]:,}</td><td class="b">{bar}</td><td>{key}{_commands(commands.get(r["key"], []))}</td></tr>'
         )
-    return head + f'<table id="{ident}"><tr><th>count</th><th></th><th></th></tr>{"".join(body)}</table>'
+    return head + f'<table id="{ident}"><tr><th>count</th><th></th><th>{esc(column)}</th></tr>{"".join(body)}</table>'
 
 
 def _never_fired(nf: dict[str, Any]) -> str:

@@ -122,10 +122,12 @@ def test_fleet_page_in_chromium(tmp_path: Path, capsysbinary: pytest.CaptureFixt
     fleet = [json.loads(x) for x in FLEET.read_text().splitlines()]
     stacks = {(r["ts"][:10], r["category"]) for r in fleet if r["verdict"] == "refuse"}
     assert chart.count('class="seg"') == len(stacks)
-    for name, rows in (("rules", data["top"]["rule"]), ("categories", data["top"]["category"]),
-                       ("commands", data["top"]["command"])):  # fmt: skip
+    for name, rows, column in (("rules", data["top"]["rule"], "rule"),
+                               ("categories", data["top"]["category"], "category"),
+                               ("commands", data["top"]["command"], "normalised command")):  # fmt: skip
         table = html[html.index(f'<table id="{name}">') :]
         table = table[: table.index("</table>")]
+        assert f"<th>{column}</th>" in table, name  # each column says what it holds
         assert table.count("<tr>") == len(rows) + 1, name
         assert table.count("<details>") == len(rows), name  # the commands behind each row
     retries = html[html.index('<table id="retries">') :]
