@@ -46,19 +46,16 @@ _MASKED = re.compile("[\U00100000-\U001007ff]")
 # surrogate, a NUL, or an escape in a key (an escaped "id" is still our field to Python).
 _TRAILING_COMMA = r",[ \t\r]*[\]}]"
 _ODD_ESCAPE = r'\\u[dD][89a-fA-F]|\\u0000|\\u[0-9a-fA-F]{4}(?:[^"\\]|\\.)*"[ \t\r]*:'
-
-
 _PATHS = repr(["$." + f for f in _FIELDS])
 _STRING_OR_NULL = " AND ".join(f"coalesce(y[{i}] IN ('VARCHAR', 'NULL'), true)" for i in range(3, len(_FIELDS) + 1))
 
 # One statement per group of files: every line, the ones SQL reads as they are, and the others
 # kept whole for the Python reader. A line is read here when it is one JSON object (json_valid)
 # with none of the forms above, id and ts strings, verdict or kind a string, and every field of
-# ours a string or null (json_type). Differences left, each
-# of which only a hand-edited log can show (guard's writer never writes them, and what an agent
-# types is in values, escaped): of a key written twice in one object, json_extract reads the
-# first and Python the last; and nan or inf (lower case) as a value outside our fields, which
-# DuckDB reads as a number and Python refuses.
+# ours a string or null (json_type). Differences left, which only a hand-edited log can show
+# (guard's writer never writes them, and what an agent types is in values, escaped): of a key
+# written twice in one object, json_extract reads the first and Python the last; and nan or inf
+# (lower case) as a value outside our fields, which DuckDB reads as a number and Python refuses.
 _PARSE = f"""
 INSERT INTO parsed
 SELECT src, lineno, 0 AS pos,
