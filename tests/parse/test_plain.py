@@ -51,7 +51,8 @@ def test_corpus_and_peers(shared: Path) -> None:
 ATOMS = ["ls", "-la", "a", "x=1", "X+=1", "2", "1", "0", "-", "--", "=", "==", ":", ".", "/", "%s", "a,b", "@x",
          "+", "a+:", "-20", "'q'", "''", '""', '"a b"', "'a\"b'", '"it\'s"', "a'b'c", 'a"b"', '"$x"', "'$x'",
          "if", "fi", "done", "in", "time", "declare", "export", "let", "eval", "exec", "select", "case",
-         "{", "}", "coproc", "local", "a=", "~", "*.py", "#c", "!", "\\x"]
+         "{", "}", "coproc", "local", "a=", "~", "~/x", "a~", "x=~", "*.py", "a*b", "?", "**", "[ab]", "#c",
+         "!", "\\x"]
 SEPS = [" ", " ", "\t", " && ", "&&", " || ", "|", " | ", ";", "; ", " >", ">", " >>", " 2>", "2>&1",
         " 2>&1", " >&2", ">&2", " 1>&2", "0>", " 2>/dev/null", " > f", "\n", " & ", "<", " <<< "]
 
@@ -68,7 +69,7 @@ def test_generated_commands() -> None:
 
 
 @pytest.mark.parametrize("cmd", [
-    "echo $HOME", "ls *.py", "cd ~", "echo a\nb", "x=1 git push", "export A=1", "if true; then :; fi",
+    "echo $HOME", "ls [ab].py", "cd {a,b}", "echo a\nb", "x=1 git push", "export A=1", "if true; then :; fi",
     "a && ", "| a", "a;;b", "a >", "cat < f", "echo hi &", "a 12>f", "a x>f", "echo \\$x", "git log --author='a b' $x",
     "- 2>&1", "echo == x", "a > f b", "", " ",
 ])
