@@ -702,14 +702,16 @@ def test_guard_shell_tree_from_config(run: Run) -> None:
         pytest.skip("guard-shell not installed")
     tree = run.tmp / "configured-tree"
     (tree / "app").mkdir(parents=True)
-    # git named at run time, so the analysis lets it through and git itself fails
-    (tree / "app" / "tool.py").write_text('import subprocess, sys\nsubprocess.run(["g" + "it"] + sys.argv[1:])\n')
+    # git's arguments known only at run time (an environment variable; sys.argv is read from the
+    # command line now), so the analysis lets it through and git itself fails
+    (tree / "app" / "tool.py").write_text('import os, subprocess\nsubprocess.run(["git"] + os.environ["TOOL_ARGS"].split())\n')
+    run.env["TOOL_ARGS"] = "rev-parse HEAD"
     config = run.tmp / "guard.yaml"
     config.write_text(f"config:\n  trees: [{tree}]\n")
     run.env.pop("GUARD_TREE", None)
     run.env.update(GUARD_CONFIG=str(config), GUARD_REAL_SHELL=shutil.which("bash") or "/bin/bash",
                    GUARD_SERVER="0", GIT_CEILING_DIRECTORIES=str(run.tmp))
-    r = subprocess.run([shell, "-c", f"{shlex.quote(sys.executable)} tool.py rev-parse HEAD"], env=run.env, cwd=tree / "app",
+    r = subprocess.run([shell, "-c", f"{shlex.quote(sys.executable)} tool.py"], env=run.env, cwd=tree / "app",
                        capture_output=True, timeout=120)
     assert b"not a git repository" in r.stderr
     assert audit_rules(run.env) == ["git-not-a-repository"], r.stderr.decode(errors="replace")
