@@ -2,51 +2,58 @@
 
 guard-shell pays for every command; most are ``ls``, ``cat file``, ``pytest -q``. A command
 passes the pre-check only when it is one plain simple command — no quoting, expansion, redirect,
-pipe, list, substitution or glob-to-home — whose program is on a short list of programs that run
-nothing else and whose words mention nothing any rule looks at. Anything else gets the full
-analysis. ``tests/test_precheck.py`` proves it changes no verdict on every labelled fixture.
+pipe, list, substitution or glob-to-home — whose program is on the rule set's pre-check list and
+whose words mention none of the fragments the rule set watches. Anything else gets the full
+analysis. ``tests/test_precheck.py`` proves it changes no verdict on every labelled fixture and
+on every rule's examples.
+
+The list and the fragments are not kept here: they are derived from the compiled rule set
+(``config.precheck``, less every program a rule names) and handed over as a ``Plan``. The shell
+finds the plan of its rule files in the cache (``current_plan``), where loading the rule set put
+it; when the rule files changed since, there is no plan and every command gets the analysis.
 
 Imports next to nothing: it runs before guard loads its parser.
 """
 
 from __future__ import annotations
 
+import marshal
+import os
+
 TYPE_CHECKING = False
 if TYPE_CHECKING:  # collections.abc costs ~2 ms on the path this module exists to keep short
     from collections.abc import Container, Mapping
 
 MAX_LEN = 2048
-
-# Programs that neither run another program nor write where a rule looks (no cp/mv/ln: they can
-# copy a repository in; no env/printenv/set: they can dump the environment; no sed, sort, rg,
-# less: `sed 1e CMD`, `sort --compress-program`, `rg --pre` and `less` run programs).
-SAFE_PROGRAMS = frozenset(
-    {
-        "ls", "pwd", "cat", "head", "tail", "wc", "echo", "printf", "true", "false", "date", "whoami",
-        "id", "uname", "mkdir", "rmdir", "touch", "rm", "test", "sleep", "pytest", "uniq", "diff",
-        "cmp", "tree", "nproc", "free", "df", "du", "stat", "file", "basename", "dirname", "realpath",
-        "readlink", "grep", "egrep", "fgrep", "cut", "tr", "seq", "hostname", "clear", "cd",
-        "nl", "which", "type", "cal", "ps", "uptime", "md5sum", "sha256sum", "od",
-    }
-)
+PLAN_FORMAT = 1
 
 # Characters a plain word may hold: no quotes, $, backslash, backtick, ;&|<>(){}[]~!# or newline.
 SAFE_CHARS = frozenset("abcdefghijklmnopqrstuvwxyzABCDEFGHIJKLMNOPQRSTUVWXYZ0123456789 -_./=:,+@%^*?")
 
-# Word fragments that some rule or fact looks at (git, gh, HTTP, tokens, credential stores).
-WATCHED = ("git", "gh", "http", "curl", "wget", "token", "secret", "cred", "netrc", "environ", "pat",
-           "auth", "key", "passw", "hosts.yml", "proc")
+
+class Plan:
+    """What the pre-check may let through: ``programs`` (plain names) and ``watched`` (lower-case
+    word fragments that some rule or fact looks at)."""
+
+    __slots__ = ("programs", "watched")
+
+    def __init__(self, programs: Container[str], watched: tuple[str, ...]) -> None:
+        self.programs = programs
+        self.watched = watched
 
 
 def trivially_allowed(
     command: str,
     env: Mapping[str, str] | None = None,
     shadowed: Container[str] = (),
+    plan: Plan | None = None,
 ) -> bool:
     """True only for commands the full analysis would certainly allow.
 
-    ``env`` is checked for an exported bash function of the program's name; ``shadowed`` holds
-    the alias and function names of a live session — either makes a plain name mean more.
+    ``plan`` comes from the rule set (default: the cached plan of the rule files ``env`` names;
+    none cached, nothing passes). ``env`` is checked for an exported bash function of the
+    program's name; ``shadowed`` holds the alias and function names of a live session — either
+    makes a plain name mean more.
     """
     if not command or len(command) > MAX_LEN:
         return False
@@ -56,12 +63,99 @@ def trivially_allowed(
     if not words:
         return False
     first = words[0]
-    if "/" in first or "=" in first or first not in SAFE_PROGRAMS or first in shadowed:
+    if "/" in first or "=" in first or first in shadowed:
+        return False
+    if plan is None:
+        plan = current_plan(os.environ if env is None else env)
+        if plan is None:
+            return False
+    if first not in plan.programs:
         return False
     if env is not None and f"BASH_FUNC_{first}%%" in env:
         return False
     lowered = command.lower()
-    if any(w in lowered for w in WATCHED):
+    if any(w in lowered for w in plan.watched):
         return False
     # a glob may expand to a credential store (cat /root/.n?trc): only plain names in the cwd
     return not any(("*" in w or "?" in w) and (w[0] in "./" or "/" in w) for w in words)
+
+
+# --------------------------------------------------------------------------- the cached plan
+
+
+def _inputs(env: Mapping[str, str]) -> tuple[tuple[str, ...], str | None]:
+    """The rule layers ``env`` names, as guard.context reads them."""
+    return tuple(p for p in env.get("GUARD_RULES", "").split(":") if p), env.get("GUARD_CONFIG") or None
+
+
+def stamp(extra: tuple[str, ...], config_path: str | None) -> tuple | None:
+    """Name, size and mtime of every command rule file and of the folders holding them (a file
+    added or removed changes its folder's mtime): a plan holds for this stamp only."""
+    from guard.rulepaths import command_rule_files, shipped_dir
+
+    files = command_rule_files(extra, config_path, folders=True)
+    base = shipped_dir()
+    if files is None or base is None:
+        return None
+    dirs = [os.path.join(base, "programs"), os.path.join(base, "commands")]
+    for p in extra:
+        if os.path.isdir(p):
+            dirs += [d for d, _, _ in os.walk(p)]
+    return tuple((f, *_size_mtime(f)) for f in (*dirs, *files))
+
+
+def _size_mtime(path: str) -> tuple[int, int]:
+    try:
+        st = os.stat(path)
+        return st.st_size, st.st_mtime_ns
+    except OSError:
+        return -1, -1
+
+
+def _plan_file(extra: tuple[str, ...], config_path: str | None) -> str:
+    """One plan per install and rule layering, named by an FNV-1a hash (no hashlib import)."""
+    h = 0xCBF29CE484222325
+    for ch in "\0".join((os.path.dirname(__file__), *extra, "\1", config_path or "")).encode("utf-8", "surrogateescape"):
+        h = ((h ^ ch) * 0x100000001B3) & 0xFFFFFFFFFFFFFFFF
+    base = os.environ.get("XDG_CACHE_HOME") or os.path.join(os.path.expanduser("~"), ".cache")  # the loader's
+    return os.path.join(base, "guard", f"precheck-{h:016x}.marshal")
+
+
+def current_plan(env: Mapping[str, str]) -> Plan | None:
+    """The plan the rule set of ``env``'s rule files left in the cache, if none of those files
+    has changed since (else None)."""
+    extra, config_path = _inputs(env)
+    try:
+        with open(_plan_file(extra, config_path), "rb") as fh:
+            data = marshal.loads(fh.read())
+        if data[0] != PLAN_FORMAT:
+            return None
+        for path, size, mtime in data[1]:
+            if _size_mtime(path) != (size, mtime):
+                return None
+        return Plan(frozenset(data[2]), tuple(data[3]))
+    except (OSError, ValueError, EOFError, TypeError, IndexError):
+        return None
+
+
+def remember_plan(extra: tuple[str, ...], config_path: str | None, at: tuple | None, plan: Plan) -> None:
+    """Store ``plan`` for the rule files as they were at ``at`` (their ``stamp`` taken before the
+    rule set was loaded, so an edit during the load leaves a plan that no longer holds)."""
+    if at is None:
+        return
+    path = _plan_file(extra, config_path)
+    data = (PLAN_FORMAT, at, tuple(sorted(plan.programs)), tuple(plan.watched))
+    try:
+        with open(path, "rb") as fh:
+            if marshal.loads(fh.read()) == data:
+                return
+    except (OSError, ValueError, EOFError, TypeError):
+        pass
+    try:
+        os.makedirs(os.path.dirname(path), exist_ok=True)
+        tmp = f"{path}.{os.getpid()}.tmp"
+        with open(tmp, "wb") as fh:
+            fh.write(marshal.dumps(data))
+        os.replace(tmp, path)
+    except OSError:
+        pass

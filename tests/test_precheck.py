@@ -4,15 +4,23 @@ analysis refuses, and it does let through the plain commands it exists for."""
 from __future__ import annotations
 
 import json
+import os
 
 import pytest
 
+from guard import policy
 from guard.context import Context
 from guard.engine import analyze
-from guard.precheck import trivially_allowed
+from guard.policy import loader
+from guard.precheck import trivially_allowed as _trivially_allowed
 from tests.conftest import REPO, SHARED
 
 PROJECTS = str(REPO / "fixtures" / "projects")
+SHIPPED = policy.precheck_plan(loader.load((), None))  # the plan the shipped rules give
+
+
+def trivially_allowed(command: str, env=None, shadowed=(), plan=SHIPPED) -> bool:
+    return _trivially_allowed(command, env=env, shadowed=shadowed, plan=plan)
 
 
 def _labelled() -> list[dict]:
@@ -76,3 +84,81 @@ def test_a_name_redefined_by_an_exported_function_or_alias_is_not_plain() -> Non
     assert not trivially_allowed("cat README.md", env={"BASH_FUNC_cat%%": "() {  git push\n}"})
     assert not trivially_allowed("ls", shadowed={"ls"})
     assert trivially_allowed("ls", env={"BASH_FUNC_other%%": "() { :; }"}, shadowed={"ll"})
+
+
+# --------------------------------------------------------------------------- the plan is the rule set's
+
+
+def _examples(rule_paths: tuple[str, ...]) -> list[tuple[str, str, Context]]:
+    """(rule id, command, context) of every example of every rule in effect."""
+    from guard.policy.authoring import compile_files, example_context
+
+    c = compile_files(loader.rule_layers(rule_paths, None), examples="none")
+    live = {r["source"] for r in c.ruleset.rules}
+    out = []
+    for e in c.entries:
+        if e.source in live:
+            for kind in ("refuse", "allow"):
+                for ex in (e.rule.get("examples") or {}).get(kind, []):
+                    out.append((e.id, *example_context(ex)))
+    return out
+
+
+USER_RULES = """\
+rules:
+  - id: no-touch
+    category: mutate
+    message: "Refused: {what}. Create files with the editor tool."
+    match: {program: touch}
+    examples:
+      refuse: ["touch notes.txt", "touch -c a b"]
+      allow: ["ls notes.txt"]
+  - id: no-loose-grep
+    category: read-probe
+    message: "Refused: {what}."
+    match: {args_match: SECRET_PLACE}
+    examples:
+      refuse: ["grep -r x SECRET_PLACE"]
+"""
+
+
+def test_a_user_rule_on_a_program_takes_it_off_the_precheck_and_a_program_less_rule_turns_it_off(tmp_path) -> None:
+    f = tmp_path / "mine.yaml"
+    f.write_text(USER_RULES.split("  - id: no-loose-grep")[0])
+    plan = policy.precheck_plan(loader.load((str(f),), None))
+    assert "touch" not in plan.programs and "ls" in plan.programs
+    assert not trivially_allowed("touch notes.txt", plan=plan) and trivially_allowed("ls notes.txt", plan=plan)
+    f.write_text(USER_RULES)
+    assert not policy.precheck_plan(loader.load((str(f),), None)).programs
+
+
+def test_every_rule_example_gets_the_same_verdict_through_guard_shell_as_through_guard_check(
+        tmp_path, monkeypatch) -> None:
+    """guard-shell's decision (guard.shell.decide, pre-check included, the command not run) and
+    guard check's verdict agree on every example of every rule, shipped and a user's."""
+    from guard import shell
+
+    f = tmp_path / "mine.yaml"
+    f.write_text(USER_RULES.split("  - id: no-loose-grep")[0])
+    monkeypatch.setenv("XDG_CACHE_HOME", str(tmp_path / "cache"))
+    monkeypatch.setenv("GUARD_RULES", str(f))
+    monkeypatch.setattr(loader, "_memo", {})
+    monkeypatch.setattr(policy, "_loaded", {})
+    examples = _examples((str(f),))
+    assert {"no-touch", "git-push", "glab-mr-create"} <= {e[0] for e in examples}
+    assert len(examples) > 150
+    env = {**os.environ, "HOME": "/root"}
+    analyze("true", Context.from_environ(cwd="/workspace/app", env=env))  # loading the rules caches the plan
+    assert _trivially_allowed("ls", env=env)  # the shell finds it
+    passed = 0
+    wrong = []
+    for rid, command, ctx in examples:
+        run_env = {**env, **{k: v for k, v in ctx.env.items() if k != "PATH"}, "GUARD_TREE": ":".join(ctx.trees)}
+        d = shell.decide(command, cwd=ctx.cwd, env=run_env)
+        v = analyze(command, Context.from_environ(cwd=ctx.cwd, env=run_env))
+        passed += bool(d.plain)
+        assert not (d.plain and command.startswith("touch")), command
+        if (d.action == "run") != (v.verdict == "allow"):
+            wrong.append(f"{rid}: {command!r}: guard-shell {d.action}, guard check {v.verdict}")
+    assert not wrong, "\n".join(wrong)
+    assert passed >= 2  # the pre-check took part (ls notes.txt among them)

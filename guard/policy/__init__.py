@@ -2,6 +2,7 @@
 
 from __future__ import annotations
 
+from guard import precheck
 from guard.context import Context
 from guard.ir import UNKNOWN, Invocation, Resolution, Script, Verdict
 
@@ -12,6 +13,7 @@ from guard.policy.facts import Forge, World, facts_for, where
 from guard.policy.loader import RuleSet
 from guard.policy.match import compile_cond, match_compiled
 from guard.policy.messages import render
+from guard.policy.programs import READER_FACTS as READER_KEYS
 from guard.policy.programs import compile_specs, spec_for
 from guard.record import replace
 
@@ -31,7 +33,9 @@ def load(ctx: Context) -> RuleSet:
     key = (ctx.rule_paths, ctx.config_path)
     rs = _loaded.get(key)
     if rs is None:
+        at = precheck.stamp(ctx.rule_paths, ctx.config_path)
         rs = _loaded[key] = loader.load(ctx.rule_paths, ctx.config_path)
+        precheck.remember_plan(ctx.rule_paths, ctx.config_path, at, precheck_plan(rs))
     if rs.errors and not _warned:
         _warned = True
         loader.warn_once(rs)
@@ -60,7 +64,7 @@ def effective_context(ctx: Context, rs: RuleSet) -> Context:
 def world_of(ctx: Context, rs: RuleSet) -> World:
     compiled = _compiled(rs)
     return World(trees=ctx.trees, env=ctx.env, forges=compiled.forges, token_vars=compiled.token_vars,
-                 programs=compiled.programs, named=compiled.named)
+                 programs=compiled.programs, named=compiled.named, read_all=compiled.read_all)
 
 
 def classify(script: Script, res: Resolution, ctx: Context, rs: RuleSet) -> Verdict:
@@ -139,6 +143,28 @@ class _Compiled:
         self.token_vars = frozenset(rs.config.get("token_vars") or ())
         self.programs = compile_specs(rs.programs)
         self.named = frozenset(p for r in rs.rules for p in _as_list(r.get("match", {}).get("program")))
+        self.read_all = any("program" not in r.get("match", {}) and not READER_KEYS.isdisjoint(r.get("match", {}))
+                            for r in rs.rules)
+        self.precheck = _precheck_plan(rs, self.named)
+
+
+def precheck_plan(rs: RuleSet) -> precheck.Plan:
+    """What guard-shell's pre-check may let through under ``rs``: the config's ``precheck``
+    programs, less every program a rule names; none at all when a rule naming no program wants
+    a fact the watched fragments do not cover (``precheck.covers``)."""
+    return _compiled(rs).precheck
+
+
+def _precheck_plan(rs: RuleSet, named: frozenset[str]) -> precheck.Plan:
+    cfg = rs.config.get("precheck") or {}
+    covers = set(cfg.get("covers") or ())
+    programs = frozenset(cfg.get("programs") or ()) - named
+    for r in rs.rules:
+        m = r.get("match") or {}
+        if "program" not in m and not set(m) <= covers:
+            programs = frozenset()  # a rule on any program: every command gets the analysis
+            break
+    return precheck.Plan(programs, tuple(str(w).lower() for w in cfg.get("watched") or ()))
 
 
 def forges_of(config: dict) -> tuple[Forge, ...]:

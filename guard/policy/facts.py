@@ -39,6 +39,7 @@ class World:
     token_vars: frozenset[str]
     programs: Mapping[str, Spec]
     named: frozenset[str]  # programs some rule names
+    read_all: bool = False  # a rule naming no program wants args or flags: read every program's
 
     @property
     def home(self) -> str:
@@ -699,7 +700,7 @@ def facts_for(inv: Invocation, world: World) -> dict:
             facts.update(cli_api(read_as, r, spec))
         if spec.clone is not None and (r.subcommand, facts.get("action")) == spec.clone:
             facts.update(cli_clone(read_as, r, world))
-    elif prog in world.named:  # a rule names it: its operands and options, read without a spec
+    elif world.read_all or prog in world.named:  # a rule names it: its operands and options, read without a spec
         facts.update(reader_facts(read(inv.argv, NO_SPEC_READER), None))
     facts.update(token_facts(inv, world))
     facts.update(file_facts(inv, world))

@@ -20,6 +20,7 @@ import sys
 from functools import cache
 
 from guard.record import asdict, dataclass, field, replace
+from guard.rulepaths import command_rule_files
 
 TYPE_CHECKING = False
 if TYPE_CHECKING:  # typing and pathlib cost ~2-7 ms to import on the command path
@@ -132,43 +133,6 @@ def _cache_dir_str() -> str:
     return os.path.join(base, "guard")
 
 
-def _files_fast(extra: tuple[str, ...], config_path: str | None) -> list[str] | None:
-    """The same files as ``rule_files``, found with ``os`` alone (pathlib costs ~3 ms to import
-    on every analysed command). None when a layer is a folder: the full path handles those."""
-    guard_dir = os.path.dirname(os.path.dirname(os.path.realpath(__file__)))
-    # the same places shipped_rules_dir looks: rules/ beside the package (a checkout), or inside it
-    for cand in (os.path.join(os.path.dirname(guard_dir), "rules"), os.path.join(guard_dir, "rules")):
-        if os.path.exists(os.path.join(cand, "config.yaml")):
-            break
-    else:
-        return None
-    files = [os.path.join(cand, "config.yaml")]
-    for sub in ("programs", "commands"):
-        try:
-            files += sorted(os.path.join(cand, sub, n) for n in os.listdir(os.path.join(cand, sub)) if n.endswith(".yaml"))
-        except OSError:
-            if sub == "commands":
-                return None
-    for p in extra:
-        if os.path.isdir(p):
-            return None
-        if os.path.exists(p):
-            files.append(_as_path_str(p))
-    if config_path:
-        files.append(_as_path_str(config_path))
-    return files
-
-
-def _as_path_str(p: str) -> str:
-    """``str(Path(p))`` without pathlib: duplicate slashes and ``.`` parts go, ``..`` stays
-    (folding it would change what a symlinked folder means). Keeps the cache key the same as the
-    full path's."""
-    lead = "//" if p.startswith("//") and not p.startswith("///") else ("/" if p.startswith("/") else "")
-    parts = [x for x in p.split("/") if x not in ("", ".")]
-    return lead + "/".join(parts) if (lead or parts) else "."
-
-
-
 @cache
 def _inputs_key(extra: tuple[str, ...], config_path: str | None) -> str:
     text = json.dumps([str(shipped_rules_dir()), list(extra), config_path])
@@ -239,7 +203,7 @@ def load(extra: tuple[str, ...] = (), config_path: str | None = None) -> RuleSet
 
 def _load_fast(extra: tuple[str, ...], config_path: str | None) -> RuleSet | None:
     """The common case without pathlib: every layer a file and a clean compile in the cache."""
-    files = _files_fast(extra, config_path)
+    files = command_rule_files(extra, config_path)
     if files is None:
         return None
     key = content_key(files)
