@@ -121,12 +121,31 @@ def _plan_file(extra: tuple[str, ...], config_path: str | None) -> str:
     return os.path.join(base, "guard", f"precheck-{h:016x}.marshal")
 
 
+# The plan of the shipped rules alone, for a cache that holds none yet (tests/test_precheck.py
+# proves it is the one the shipped rules give).
+SHIPPED_PLAN = os.path.join(os.path.dirname(__file__), "policy", "precheck-shipped.txt")
+
+
+def shipped_plan() -> Plan | None:
+    try:
+        with open(SHIPPED_PLAN, encoding="utf-8") as fh:
+            programs, watched = (line.split() for line in fh.read().splitlines()[-2:])
+    except (OSError, ValueError):
+        return None
+    return Plan(frozenset(programs), tuple(watched))
+
+
 def current_plan(env: Mapping[str, str]) -> Plan | None:
     """The plan the rule set of ``env``'s rule files left in the cache, if none of those files
-    has changed since (else None)."""
+    has changed since (else None). With no plan cached and no rule layers of one's own, the
+    plan of the shipped rules."""
     extra, config_path = _inputs(env)
     try:
-        with open(_plan_file(extra, config_path), "rb") as fh:
+        fh = open(_plan_file(extra, config_path), "rb")  # noqa: SIM115
+    except OSError:
+        return None if extra or config_path else shipped_plan()
+    try:
+        with fh:
             data = marshal.loads(fh.read())
         if data[0] != PLAN_FORMAT:
             return None

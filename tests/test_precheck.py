@@ -162,3 +162,21 @@ def test_every_rule_example_gets_the_same_verdict_through_guard_shell_as_through
             wrong.append(f"{rid}: {command!r}: guard-shell {d.action}, guard check {v.verdict}")
     assert not wrong, "\n".join(wrong)
     assert passed >= 2  # the pre-check took part (ls notes.txt among them)
+
+
+def test_the_shipped_plan_file_is_the_plan_the_shipped_rules_give() -> None:
+    """guard-shell uses guard/policy/precheck-shipped.txt until loading the rules caches a plan;
+    after an edit of the shipped rules, write policy.plan_text(policy.precheck_plan(rs)) there."""
+    from guard.precheck import SHIPPED_PLAN, shipped_plan
+
+    with open(SHIPPED_PLAN, encoding="utf-8") as fh:
+        assert fh.read() == policy.plan_text(SHIPPED)
+    assert shipped_plan().programs == SHIPPED.programs and "ls" in SHIPPED.programs
+
+
+def test_with_no_plan_cached_the_shipped_plan_serves_only_the_shipped_rules(tmp_path, monkeypatch) -> None:
+    from guard.precheck import current_plan
+
+    monkeypatch.setenv("XDG_CACHE_HOME", str(tmp_path / "empty"))
+    assert current_plan({}).programs == SHIPPED.programs
+    assert current_plan({"GUARD_RULES": str(tmp_path / "mine.yaml")}) is None

@@ -155,6 +155,13 @@ def precheck_plan(rs: RuleSet) -> precheck.Plan:
     return _compiled(rs).precheck
 
 
+def plan_text(plan: precheck.Plan) -> str:
+    """A plan as ``guard/policy/precheck-shipped.txt`` holds it."""
+    return ("# guard-shell's pre-check under the shipped rules alone, derived from them (config precheck:,\n"
+            "# less every program a rule names); tests/test_precheck.py checks it. Programs, then watched.\n"
+            + " ".join(sorted(plan.programs)) + "\n" + " ".join(plan.watched) + "\n")
+
+
 def _precheck_plan(rs: RuleSet, named: frozenset[str]) -> precheck.Plan:
     cfg = rs.config.get("precheck") or {}
     covers = set(cfg.get("covers") or ())

@@ -46,8 +46,8 @@ def test_schema_uses_only_keywords_the_validator_knows(name):
 
 def test_schemas_ship_as_package_data():
     text = (REPO / "pyproject.toml").read_text()
-    assert '"guard.policy" = ["schema/*.json"]' in text
-    for name in ("command-rules", "config", "annotations"):
+    assert '"guard.policy" = ["schema/*.json", "precheck-shipped.txt"]' in text
+    for name in ("command-rules", "config", "annotations", "programs"):
         assert (authoring.SCHEMA_DIR / f"{name}.json").is_file()
 
 

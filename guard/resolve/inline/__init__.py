@@ -23,7 +23,6 @@ import re
 from guard.ir import UNKNOWN
 from guard.resolve.inline.common import (
     MAX_SOURCE,
-    TOKEN_VARS,
     UNK,
     Finding,
     Unknown,
@@ -35,7 +34,6 @@ from guard.resolve.inline.common import (
 __all__ = [
     "Finding",
     "INTERPRETERS",
-    "TOKEN_VARS",
     "MAX_SOURCE",
     "UNK",
     "UNKNOWN",

@@ -22,17 +22,6 @@ class Unknown:
 
 UNK = Unknown()
 
-TOKEN_VARS = frozenset(
-    {
-        "GITHUB_TOKEN",
-        "GH_TOKEN",
-        "GH_ENTERPRISE_TOKEN",
-        "GITHUB_PAT",
-        "GIT_TOKEN",
-        "GITHUB_ENTERPRISE_TOKEN",
-    }
-)
-
 # Shell-language command words the string-literal fallbacks look for.
 COMMAND_WORDS = ("git", "gh", "hub", "curl", "wget", "http", "https", "xh")
 

@@ -14,7 +14,7 @@ from functools import lru_cache
 
 from guard.ir import UNKNOWN
 from guard.record import dataclass
-from guard.resolve.inline.common import TOKEN_VARS, UNK, Finding, Unknown, argv_of_string
+from guard.resolve.inline.common import UNK, Finding, Unknown, argv_of_string
 
 MAX_STEPS = 600_000
 MAX_DEPTH = 60
@@ -200,7 +200,7 @@ class _Analyzer:
                 op = n.child_by_field_name("operator")
                 if op is not None and self.text(op) == "in":
                     key = self.ev(n.child_by_field_name("left"))
-                    if key in TOKEN_VARS and self.is_env(n.child_by_field_name("right")):
+                    if isinstance(key, str) and self.is_env(n.child_by_field_name("right")):
                         self.add(n, kind="token", var=key, detail="in process.env")
             stack.extend(reversed(n.children))
 
@@ -234,7 +234,7 @@ class _Analyzer:
                 if not isinstance(key, str):
                     continue
                 if isinstance(base, Ref):
-                    if base.qual == "process.env" and key in TOKEN_VARS:
+                    if base.qual == "process.env":
                         self.add(p, kind="token", var=key, detail="process.env destructured")
                     val: object = Ref(f"{base.qual}.{key}", base.data)
                 elif isinstance(base, dict):
@@ -574,7 +574,7 @@ class _Analyzer:
             self.argv(n, cmd, self.cwd_of(opts), q)
         elif q in {"Deno.env.get"}:
             v = self.ev(args[0]) if args else UNK
-            if v in TOKEN_VARS:
+            if isinstance(v, str):
                 self.add(n, kind="token", var=v, detail=q)
         elif q in {"Deno.env.toObject"}:
             self.add(n, kind="token", var="*", detail=q)
@@ -740,7 +740,7 @@ class _Analyzer:
             key: object = self.text(prop) if prop is not None else UNK
         else:
             key = self.ev(n.child_by_field_name("index"))
-        if isinstance(key, str) and key in TOKEN_VARS:
+        if isinstance(key, str):
             self.add(n, kind="token", var=key, detail="process.env")
         elif not isinstance(key, str):
             self.note(n, "environment variable name not constant")

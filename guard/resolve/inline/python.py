@@ -19,7 +19,6 @@ import tokenize
 from guard.ir import UNKNOWN
 from guard.record import dataclass, field
 from guard.resolve.inline.common import (
-    TOKEN_VARS,
     UNK,
     Finding,
     Unknown,
@@ -726,7 +725,7 @@ class _Analyzer:
             if q.endswith((".pop", ".setdefault")):
                 return
             v = self.arg(node, 0, ("key",), env)
-            if isinstance(v, str) and v in TOKEN_VARS:
+            if isinstance(v, str):  # every read: the config's token_vars decide which is a token
                 self.add(node, kind="token", var=v, detail=q)
             elif not isinstance(v, str):
                 self.note(node, "environment variable name not constant")
@@ -970,7 +969,7 @@ class _Analyzer:
     def check_env_subscript(self, node: ast.Subscript, env: dict) -> None:
         if isinstance(node.ctx, ast.Load) and self.is_environ(node.value, env):
             key = self.ev(node.slice, env)
-            if isinstance(key, str) and key in TOKEN_VARS:
+            if isinstance(key, str):
                 self.add(node, kind="token", var=key, detail="os.environ[]")
             elif not isinstance(key, str):
                 self.note(node, "environment variable name not constant")
@@ -978,7 +977,7 @@ class _Analyzer:
     def check_env_membership(self, node: ast.Compare, env: dict) -> None:
         if len(node.ops) == 1 and isinstance(node.ops[0], ast.In | ast.NotIn) and self.is_environ(node.comparators[0], env):
             key = self.ev(node.left, env)
-            if isinstance(key, str) and key in TOKEN_VARS:
+            if isinstance(key, str):
                 self.add(node, kind="token", var=key, detail="in os.environ")
 
     def check_env_iteration(self, it: ast.expr, env: dict) -> None:

@@ -7,7 +7,6 @@ import pytest
 from guard.resolve.inline import (
     INTERPRETERS,
     MAX_SOURCE,
-    TOKEN_VARS,
     Finding,
     analyze_inline,
     interpreter_lang,
@@ -38,9 +37,24 @@ def test_interpreter_lang_versioned_and_foreign(program: str, lang: str | None) 
     assert interpreter_lang(program) == lang
 
 
-def test_token_vars() -> None:
-    assert TOKEN_VARS == {"GITHUB_TOKEN", "GH_TOKEN", "GH_ENTERPRISE_TOKEN", "GITHUB_PAT", "GIT_TOKEN",
-                          "GITHUB_ENTERPRISE_TOKEN"}
+@pytest.mark.parametrize("var", ["GH_PAT", "GITLAB_TOKEN", "MY_OWN_TOKEN"])
+@pytest.mark.parametrize("code", ["python3 -c 'import os; print(os.environ[\"{v}\"])'",
+                                  "python3 -c 'import os; os.getenv(\"{v}\")'",
+                                  "node -e 'console.log(process.env.{v})'",
+                                  "echo ${v}"])
+def test_the_inline_analysers_use_the_config_token_vars(tmp_path, monkeypatch, var: str, code: str) -> None:
+    """A variable is a token because the config says so, in the shell and in inline code alike
+    (the analysers report every variable read; the rule set's token_vars decide)."""
+    from guard.context import Context
+    from guard.engine import analyze
+
+    f = tmp_path / "c.yaml"
+    f.write_text("config:\n  token_vars+: [MY_OWN_TOKEN]\n")
+    monkeypatch.setenv("XDG_CACHE_HOME", str(tmp_path / "cache"))
+    ctx = Context.from_environ(cwd="/workspace/app", trees=("/workspace",), env={"HOME": "/root"}, rule_paths=(str(f),))
+    v = analyze(code.format(v=var), ctx)
+    assert (v.verdict, v.category) == ("refuse", "token-search")
+    assert analyze(code.format(v="HOME"), ctx).verdict == "allow"
 
 
 @pytest.mark.parametrize(

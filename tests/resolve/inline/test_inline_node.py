@@ -116,7 +116,7 @@ def test_http(src: str, expected: tuple) -> None:
 TOKENS = [
     ("console.log(process.env.GITHUB_TOKEN)", ["GITHUB_TOKEN"]),
     ("const t = process.env['GH_TOKEN']", ["GH_TOKEN"]),
-    ("const {GIT_TOKEN, HOME} = process.env", ["GIT_TOKEN"]),
+    ("const {GIT_TOKEN, HOME} = process.env", ["GIT_TOKEN", "HOME"]),  # every read: the config's token_vars judge
     ("if ('GITHUB_PAT' in process.env) {}", ["GITHUB_PAT"]),
     ("console.log(process.env)", ["*"]),
     ("console.log(JSON.stringify(process.env))", ["*"]),
@@ -124,7 +124,7 @@ TOKENS = [
     ("Object.entries(process.env).filter(([k]) => /token/i.test(k))", ["*"]),
     ("Deno.env.get('GH_ENTERPRISE_TOKEN')", ["GH_ENTERPRISE_TOKEN"]),
     ("process.env.GITHUB_TOKEN = 'x'", []),
-    ("console.log(process.env.HOME)", []),
+    ("console.log(process.env.HOME)", ["HOME"]),
     ("require('child_process').spawn('make', [], {env: {...process.env, A: '1'}})", []),
 ]
 

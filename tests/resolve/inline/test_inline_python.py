@@ -260,7 +260,7 @@ TOKENS = [
     ("import os\nfor k, v in os.environ.items():\n    print(k, v)", ["*"]),
     ("import os, json\njson.dumps(dict(os.environ))", ["*"]),
     ("import os\n[k for k in os.environ if 'TOKEN' in k]", ["*"]),
-    ("import os\nos.environ.get('HOME')\nprint(os.environ['PATH'])", []),
+    ("import os\nos.environ.get('HOME')\nprint(os.environ['PATH'])", ["HOME", "PATH"]),  # the config judges
     ("import os, subprocess\nenv = dict(os.environ)\nenv['A'] = '1'\nsubprocess.run(['make'], env=env)", []),
     ("import os\nos.environ['GITHUB_TOKEN'] = 'x'", []),
 ]
