@@ -20,9 +20,9 @@ def cmd_rules(argv: list[str]) -> int:
     if not argv or argv[0] not in ("list", "lint", "test", "-h", "--help"):
         print("guard: usage: guard rules list|lint|test [PATH…] | diff --old PATH… --new PATH… --commands FILE…", file=sys.stderr)
         return EXIT_USAGE
-    from guard.policy import authoring
+    from guard.ruleset import cli
 
-    return authoring.main(argv)
+    return cli.main(argv)
 
 
 def main(argv: list[str] | None = None) -> None:

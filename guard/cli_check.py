@@ -158,9 +158,9 @@ def _current_dir(env: dict[str, str]) -> str:
 
 
 def _config_errors(ctx: Context) -> list[str]:
-    from guard import policy
+    from guard.ruleset.load import load_for
 
-    return policy.load(ctx).errors
+    return load_for(ctx).errors
 
 
 def _parsed(argv: list[str], parser: argparse.ArgumentParser | None = None) -> tuple[argparse.Namespace, Context] | None:
@@ -406,8 +406,9 @@ class Explanation:
 def explanation(command: str, ctx: Context) -> Explanation:
     from guard import parse, policy, resolve
     from guard.policy.facts import facts_for
+    from guard.ruleset.load import load_for
 
-    rs = policy.load(ctx)
+    rs = load_for(ctx)
     ctx = policy.effective_context(ctx, rs)
     script = parse.parse(command)
     res = resolve.resolve(script, ctx, parse.parse)

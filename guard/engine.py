@@ -13,8 +13,9 @@ def analyze(command: str, ctx: Context) -> Verdict:
     means (guard-shell fails open unless GUARD_FAIL=closed; guard check reports it).
     """
     from guard import parse, policy, resolve
+    from guard.ruleset.load import load_for
 
-    rules = policy.load(ctx)
+    rules = load_for(ctx)
     ctx = policy.effective_context(ctx, rules)
     script = parse.parse(command)
     resolution = resolve.resolve(script, ctx, parse.parse)  # the parse stage reads built code again

@@ -18,7 +18,9 @@ Imports next to nothing: it runs before guard loads its parser.
 from __future__ import annotations
 
 import marshal
-import os
+import posix
+
+from guard.cachedir import cache_root
 
 TYPE_CHECKING = False
 if TYPE_CHECKING:  # collections.abc costs ~2 ms on the path this module exists to keep short
@@ -66,7 +68,7 @@ def trivially_allowed(
     if "/" in first or "=" in first or first in shadowed:
         return False
     if plan is None:
-        plan = current_plan(os.environ if env is None else env)
+        plan = current_plan(_environ() if env is None else env)
         if plan is None:
             return False
     if first not in plan.programs:
@@ -81,49 +83,38 @@ def trivially_allowed(
 
 
 # --------------------------------------------------------------------------- the cached plan
+# Read here, on every command, with ``posix`` alone; written by ``guard.rules.derived`` when the
+# rule set is compiled.
+
+HERE = __file__.rpartition("/")[0]
+# The plan of the shipped rules alone, for a cache that holds none yet (tests/test_precheck.py
+# proves it is the one the shipped rules give).
+SHIPPED_PLAN = HERE + "/ruleset/precheck-shipped.txt"
 
 
-def _inputs(env: Mapping[str, str]) -> tuple[tuple[str, ...], str | None]:
+def _environ() -> dict[str, str]:
+    return {k.decode("utf-8", "surrogateescape"): v.decode("utf-8", "surrogateescape") for k, v in posix.environ.items()}
+
+
+def inputs(env: Mapping[str, str]) -> tuple[tuple[str, ...], str | None]:
     """The rule layers ``env`` names, as guard.context reads them."""
     return tuple(p for p in env.get("GUARD_RULES", "").split(":") if p), env.get("GUARD_CONFIG") or None
 
 
-def stamp(extra: tuple[str, ...], config_path: str | None) -> tuple | None:
-    """Name, size and mtime of every command rule file and of the folders holding them (a file
-    added or removed changes its folder's mtime): a plan holds for this stamp only."""
-    from guard.rulepaths import command_rule_files, shipped_dir
-
-    files = command_rule_files(extra, config_path, folders=True)
-    base = shipped_dir()
-    if files is None or base is None:
-        return None
-    dirs = [os.path.join(base, "programs"), os.path.join(base, "commands")]
-    for p in extra:
-        if os.path.isdir(p):
-            dirs += [d for d, _, _ in os.walk(p)]
-    return tuple((f, *_size_mtime(f)) for f in (*dirs, *files))
-
-
-def _size_mtime(path: str) -> tuple[int, int]:
+def size_mtime(path: str) -> tuple[int, int]:
     try:
-        st = os.stat(path)
+        st = posix.stat(path)
         return st.st_size, st.st_mtime_ns
     except OSError:
         return -1, -1
 
 
-def _plan_file(extra: tuple[str, ...], config_path: str | None) -> str:
+def plan_file(extra: tuple[str, ...], config_path: str | None) -> str:
     """One plan per install and rule layering, named by an FNV-1a hash (no hashlib import)."""
     h = 0xCBF29CE484222325
-    for ch in "\0".join((os.path.dirname(__file__), *extra, "\1", config_path or "")).encode("utf-8", "surrogateescape"):
+    for ch in "\0".join((HERE, *extra, "\1", config_path or "")).encode("utf-8", "surrogateescape"):
         h = ((h ^ ch) * 0x100000001B3) & 0xFFFFFFFFFFFFFFFF
-    base = os.environ.get("XDG_CACHE_HOME") or os.path.join(os.path.expanduser("~"), ".cache")  # the loader's
-    return os.path.join(base, "guard", f"precheck-{h:016x}.marshal")
-
-
-# The plan of the shipped rules alone, for a cache that holds none yet (tests/test_precheck.py
-# proves it is the one the shipped rules give).
-SHIPPED_PLAN = os.path.join(os.path.dirname(__file__), "policy", "precheck-shipped.txt")
+    return f"{cache_root()}/precheck-{h:016x}.marshal"
 
 
 def shipped_plan() -> Plan | None:
@@ -139,9 +130,9 @@ def current_plan(env: Mapping[str, str]) -> Plan | None:
     """The plan the rule set of ``env``'s rule files left in the cache, if none of those files
     has changed since (else None). With no plan cached and no rule layers of one's own, the
     plan of the shipped rules."""
-    extra, config_path = _inputs(env)
+    extra, config_path = inputs(env)
     try:
-        fh = open(_plan_file(extra, config_path), "rb")  # noqa: SIM115
+        fh = open(plan_file(extra, config_path), "rb")  # noqa: SIM115
     except OSError:
         return None if extra or config_path else shipped_plan()
     try:
@@ -150,31 +141,8 @@ def current_plan(env: Mapping[str, str]) -> Plan | None:
         if data[0] != PLAN_FORMAT:
             return None
         for path, size, mtime in data[1]:
-            if _size_mtime(path) != (size, mtime):
+            if size_mtime(path) != (size, mtime):
                 return None
         return Plan(frozenset(data[2]), tuple(data[3]))
     except (OSError, ValueError, EOFError, TypeError, IndexError):
         return None
-
-
-def remember_plan(extra: tuple[str, ...], config_path: str | None, at: tuple | None, plan: Plan) -> None:
-    """Store ``plan`` for the rule files as they were at ``at`` (their ``stamp`` taken before the
-    rule set was loaded, so an edit during the load leaves a plan that no longer holds)."""
-    if at is None:
-        return
-    path = _plan_file(extra, config_path)
-    data = (PLAN_FORMAT, at, tuple(sorted(plan.programs)), tuple(plan.watched))
-    try:
-        with open(path, "rb") as fh:
-            if marshal.loads(fh.read()) == data:
-                return
-    except (OSError, ValueError, EOFError, TypeError):
-        pass
-    try:
-        os.makedirs(os.path.dirname(path), exist_ok=True)
-        tmp = f"{path}.{os.getpid()}.tmp"
-        with open(tmp, "wb") as fh:
-            fh.write(marshal.dumps(data))
-        os.replace(tmp, path)
-    except OSError:
-        pass

@@ -8,15 +8,16 @@ import os
 
 import pytest
 
-from guard import policy
 from guard.context import Context
 from guard.engine import analyze
-from guard.policy import loader
 from guard.precheck import trivially_allowed as _trivially_allowed
+from guard.ruleset import derived as rderived
+from guard.ruleset import layers as rlayers
+from guard.ruleset import load as loader
 from tests.conftest import REPO, SHARED
 
 PROJECTS = str(REPO / "fixtures" / "projects")
-SHIPPED = policy.precheck_plan(loader.load((), None))  # the plan the shipped rules give
+SHIPPED = rderived.derived(loader.load((), None)).precheck  # the plan the shipped rules give
 
 
 def trivially_allowed(command: str, env=None, shadowed=(), plan=SHIPPED) -> bool:
@@ -91,9 +92,10 @@ def test_a_name_redefined_by_an_exported_function_or_alias_is_not_plain() -> Non
 
 def _examples(rule_paths: tuple[str, ...]) -> list[tuple[str, str, Context]]:
     """(rule id, command, context) of every example of every rule in effect."""
-    from guard.policy.authoring import compile_files, example_context
+    from guard.ruleset.compile import compile_files
+    from guard.ruleset.examples import example_context
 
-    c = compile_files(loader.rule_layers(rule_paths, None), examples="none")
+    c = compile_files(rlayers.rule_layers(rule_paths, None), examples="none")
     live = {r["source"] for r in c.ruleset.rules}
     out = []
     for e in c.entries:
@@ -125,11 +127,11 @@ rules:
 def test_a_user_rule_on_a_program_takes_it_off_the_precheck_and_a_program_less_rule_turns_it_off(tmp_path) -> None:
     f = tmp_path / "mine.yaml"
     f.write_text(USER_RULES.split("  - id: no-loose-grep")[0])
-    plan = policy.precheck_plan(loader.load((str(f),), None))
+    plan = rderived.derived(loader.load((str(f),), None)).precheck
     assert "touch" not in plan.programs and "ls" in plan.programs
     assert not trivially_allowed("touch notes.txt", plan=plan) and trivially_allowed("ls notes.txt", plan=plan)
     f.write_text(USER_RULES)
-    assert not policy.precheck_plan(loader.load((str(f),), None)).programs
+    assert not rderived.derived(loader.load((str(f),), None)).precheck.programs
 
 
 def test_every_rule_example_gets_the_same_verdict_through_guard_shell_as_through_guard_check(
@@ -143,7 +145,7 @@ def test_every_rule_example_gets_the_same_verdict_through_guard_shell_as_through
     monkeypatch.setenv("XDG_CACHE_HOME", str(tmp_path / "cache"))
     monkeypatch.setenv("GUARD_RULES", str(f))
     monkeypatch.setattr(loader, "_memo", {})
-    monkeypatch.setattr(policy, "_loaded", {})
+    monkeypatch.setattr(loader, "_loaded", {})
     examples = _examples((str(f),))
     assert {"no-touch", "git-push", "glab-mr-create"} <= {e[0] for e in examples}
     assert len(examples) > 150
@@ -165,12 +167,12 @@ def test_every_rule_example_gets_the_same_verdict_through_guard_shell_as_through
 
 
 def test_the_shipped_plan_file_is_the_plan_the_shipped_rules_give() -> None:
-    """guard-shell uses guard/policy/precheck-shipped.txt until loading the rules caches a plan;
-    after an edit of the shipped rules, write policy.plan_text(policy.precheck_plan(rs)) there."""
+    """guard-shell uses guard/ruleset/precheck-shipped.txt until loading the rules caches a plan;
+    after an edit of the shipped rules, write rderived.plan_text(rderived.derived(rs).precheck) there."""
     from guard.precheck import SHIPPED_PLAN, shipped_plan
 
     with open(SHIPPED_PLAN, encoding="utf-8") as fh:
-        assert fh.read() == policy.plan_text(SHIPPED)
+        assert fh.read() == rderived.plan_text(SHIPPED)
     assert shipped_plan().programs == SHIPPED.programs and "ls" in SHIPPED.programs
 
 

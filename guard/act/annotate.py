@@ -20,7 +20,7 @@ if TYPE_CHECKING:  # typing, collections.abc and re cost ~2-7 ms each on the com
 
 
 if TYPE_CHECKING:
-    from guard.act.stderr_rules import StderrRule
+    from guard.ruleset.annotations import StderrRule
 
 __all__ = [
     "PREFIX",
@@ -60,8 +60,8 @@ def _rx(name: str) -> Any:
 
 def load_rules(paths: Iterable[str | os.PathLike[str]] | None = None, **kw: Any) -> list[StderrRule]:
     """Compiled stderr rules from ``paths`` (files or folders; default: the shipped
-    rules/stderr plus ``GUARD_RULES``). See ``guard.act.stderr_rules.load_rules``."""
-    from guard.act import stderr_rules
+    rules/stderr plus ``GUARD_RULES``). See ``guard.ruleset.annotations.load_rules``."""
+    from guard.ruleset import annotations as stderr_rules
 
     return stderr_rules.load_rules(paths, **kw)
 
@@ -657,6 +657,6 @@ def run_examples(rules: Iterable[StderrRule]) -> list[str]:
 
 def lint(paths: Iterable[str]) -> list[str]:
     """Problems in stderr rule files (file:line:column: field: what), without the cache."""
-    from guard.act.stderr_rules import load_with_problems
+    from guard.ruleset.annotations import load_with_problems
 
     return load_with_problems(paths, cache=False)[1]

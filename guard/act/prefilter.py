@@ -10,14 +10,15 @@ search per needle), it builds the annotator and hands it that tail and then the 
 annotator sees the same lines, within the same window, that it would have seen from the start;
 every earlier region held no needle and so no match.
 
-The needles come from the rule set's digest (``guard.act.rulefiles``). Without a digest, or
+The needles come from the rule set's digest (``guard.ruleset.needles``). Without a digest, or
 when the rule files have problems to report, the annotator is built at once, as before.
 """
 
 from __future__ import annotations
 
-from guard.act import rulefiles
 from guard.act.matcher import WINDOW  # the matcher keeps this much of an unfinished line
+from guard.ruleset import needles as rulefiles
+from guard.ruleset import paths as rulepaths
 
 TYPE_CHECKING = False
 if TYPE_CHECKING:
@@ -74,9 +75,10 @@ class DeferredSink:
 def rule_set_needles(env: Mapping[str, str]) -> tuple[tuple[bytes, ...], bool]:
     """(needles of every pattern of the default rule set plus the watch line, eager): eager when
     loading reports problems or a pattern has no needles, so the caller must not defer."""
-    from guard.act import matcher, stderr_rules
+    from guard.act import matcher
+    from guard.ruleset import annotations as stderr_rules
 
-    rules, problems = stderr_rules.load_with_problems(rulefiles.default_paths(env), env=env)
+    rules, problems = stderr_rules.load_with_problems(rulepaths.stderr_paths(env), env=env)
     found: set[bytes] = {WATCH_NEEDLE}
     eager = bool(problems)
     for rule in rules:
@@ -99,7 +101,7 @@ def sink_for_run(argv: Sequence[str], env: Mapping[str, str], **annotator: Any) 
         return Annotator.for_run(argv, env, **annotator)
 
     try:
-        key = rulefiles.digest_key(rulefiles.expand(rulefiles.default_paths(env)))
+        key = rulefiles.digest_key(rulepaths.expand(rulepaths.stderr_paths(env)))
         digest = rulefiles.read_digest(env, key)
         if digest is None:
             needles, eager = rule_set_needles(env)

@@ -1,4 +1,4 @@
-"""The rule set as ``guard audit`` sees it: loaded once through ``guard.policy``, its loader's
+"""The rule set as ``guard audit`` sees it: loaded once through ``guard.ruleset.load``, its loader's
 warnings kept out of the report (``guard rules lint`` is where they belong).
 
 Two things come from it and from nowhere else: the ids of the rules that can write a record
@@ -42,11 +42,11 @@ def _quietly(fn: Callable[[], T]) -> T:
 @cache
 def _rule_set() -> Any:
     """The loaded rule set, or None when it cannot be loaded."""
-    from guard import policy
     from guard.context import Context
+    from guard.ruleset.load import load_for
 
     try:
-        return _quietly(lambda: policy.load(Context.from_environ()))
+        return _quietly(lambda: load_for(Context.from_environ()))
     except Exception:
         return None
 
@@ -58,14 +58,7 @@ def rule_ids() -> list[str] | None:
     if rs is None:
         return None
     ids = {str(r["id"]) for r in rs.rules if r.get("id") and r.get("verdict") != "allow"}
-    try:
-        from guard.act.annotate import load_rules
-        from guard.act.stderr_rules import default_paths
-
-        env = dict(os.environ)
-        ids.update(str(r.id) for r in _quietly(lambda: load_rules(default_paths(env), env=env)))
-    except Exception:
-        pass
+    ids.update(str(a["id"]) for a in rs.annotations)  # annotations write records too
     return sorted(ids) or None
 
 

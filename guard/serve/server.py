@@ -132,9 +132,9 @@ def forget() -> None:
     starts from empty ones, as a fresh process would."""
     for clear in _CACHES:
         clear()
-    from guard import policy
+    from guard.ruleset import load
 
-    policy.forget()  # the rule set is re-read (content-keyed) as a fresh process would
+    load.forget()  # the rule set is re-read (content-keyed) as a fresh process would
 
 
 def serve_one(conn: socket.socket) -> None:

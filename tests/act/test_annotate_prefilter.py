@@ -12,9 +12,11 @@ from pathlib import Path
 
 import pytest
 
-from guard.act import prefilter, rulefiles
+from guard.act import prefilter
 from guard.act.annotate import Annotator, load_rules
 from guard.act.matcher import WINDOW
+from guard.ruleset import needles as rulefiles
+from guard.ruleset import paths as rulepaths
 from tests.act.stderr_fixtures import Sample, samples
 
 REPO = Path(__file__).resolve().parents[2]
@@ -123,13 +125,13 @@ def test_the_digest_is_written_once_found_again_and_follows_rule_edits(tmp_path:
                     "    message: 'the acme token expired'\n")
     sink = prefilter.sink_for_run(["sh"], env, cwd="/", command="sh")
     assert isinstance(sink, prefilter.DeferredSink)
-    key = rulefiles.digest_key(rulefiles.expand(rulefiles.default_paths(env)))
+    key = rulefiles.digest_key(rulepaths.expand(rulepaths.stderr_paths(env)))
     needles, eager = rulefiles.read_digest(env, key) or ((), True)
     assert b"ACME-TOKEN-EXPIRED" in needles and not eager
     sink.feed(b"build step 3\nerror: ACME-TOKEN-EXPIRED\n")
     assert sink.finish(1) == b"[guard] the acme token expired\n"
     mine.write_text(mine.read_text().replace("ACME-TOKEN-EXPIRED", "ACME-KEY-REVOKED"))
-    key2 = rulefiles.digest_key(rulefiles.expand(rulefiles.default_paths(env)))
+    key2 = rulefiles.digest_key(rulepaths.expand(rulepaths.stderr_paths(env)))
     assert key2 != key and rulefiles.read_digest(env, key2) is None
     sink = prefilter.sink_for_run(["sh"], env, cwd="/", command="sh")
     sink.feed(b"error: ACME-KEY-REVOKED\n")
@@ -155,7 +157,7 @@ def test_a_run_with_ordinary_stderr_loads_no_rules_and_no_matcher(tmp_path: Path
     env.pop("GUARD_ANNOTATING", None)
     code = ("import sys\nfrom guard.act import relay\n"
             "status = relay.run(['sh', '-c', 'echo compiling >&2; echo warning: x >&2; exit 2'])\n"
-            "heavy = [m for m in ('re2', 'json', 'yaml', 'guard.act.annotate', 'guard.act.stderr_rules')"
+            "heavy = [m for m in ('re2', 'json', 'yaml', 'guard.act.annotate', 'guard.ruleset.annotations')"
             " if m in sys.modules]\n"
             "print(status, *heavy)\n")
     first = subprocess.run([sys.executable, "-c", code], env=env, cwd=REPO, capture_output=True, text=True)

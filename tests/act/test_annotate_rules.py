@@ -10,7 +10,7 @@ from pathlib import Path
 import pytest
 
 from guard.act.annotate import check_example, lint, load_rules, run_examples
-from guard.act.stderr_rules import shipped_dir
+from guard.ruleset.annotations import shipped_dir
 
 REPO = Path(__file__).resolve().parents[2]
 SHIPPED = REPO / "rules" / "stderr"
@@ -72,7 +72,7 @@ def test_broken_yaml_warns_once_and_other_files_still_load(tmp_path: Path, capfd
     rules = load_rules([tmp_path])
     err = capfd.readouterr().err.splitlines()
     assert [r.id for r in rules] == ["demo"]
-    assert len(err) == 1 and "a.yaml:" in err[0] and "not valid YAML" in err[0]
+    assert len(err) == 1 and "a.yaml:4:1: YAML syntax error" in err[0] and "annotations are skipped" in err[0]
     assert "Traceback" not in "\n".join(err)
 
 

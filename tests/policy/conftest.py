@@ -4,8 +4,7 @@ from __future__ import annotations
 
 import pytest
 
-from guard import policy
-from guard.policy import loader
+from guard.ruleset import load as loader
 
 
 @pytest.fixture
@@ -16,4 +15,5 @@ def isolated_rules(tmp_path, monkeypatch):
         monkeypatch.delenv(name, raising=False)
     loader._said.clear()
     monkeypatch.setattr(loader, "_memo", {})
-    monkeypatch.setattr(policy, "_warned", False)
+    monkeypatch.setattr(loader, "_warned", False)
+    monkeypatch.setattr(loader, "_loaded", {})

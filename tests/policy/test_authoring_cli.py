@@ -11,7 +11,7 @@ from pathlib import Path
 
 import pytest
 
-from guard.policy import authoring
+from guard.ruleset import cli as rcli
 
 pytestmark = pytest.mark.usefixtures("isolated_rules")
 
@@ -47,7 +47,7 @@ def write(tmp_path: Path, text: str) -> Path:
 
 
 def run(capsys, *argv: str) -> tuple[int, list[str]]:
-    code = authoring.main(list(argv))
+    code = rcli.main(list(argv))
     return code, capsys.readouterr().out.splitlines()
 
 
@@ -55,7 +55,7 @@ def test_passing_examples_exit_0_and_count_both_kinds(tmp_path, capsys):
     f = write(tmp_path, RULES)
     code, out = run(capsys, "test", str(f))
     assert code == 0, out
-    assert out == ["3/3 command examples passed, 1 stderr rules (2 examples): 0 failures"]
+    assert out == ["3/3 command examples passed, 2/2 annotation examples passed (1 annotation)"]
 
 
 def test_a_failing_command_example_names_its_line(tmp_path, capsys):
@@ -83,7 +83,7 @@ def test_a_failing_stderr_example_is_reported_by_the_annotator(tmp_path, capsys)
     code, out = run(capsys, "test", str(f))
     assert code == 1
     assert out == [f"{f}:13: bitbucket-auth: examples.must[0] did not annotate",
-                   "3/3 command examples passed, 1 stderr rules (2 examples): 1 failure"]
+                   "3/3 command examples passed, 1/2 annotation examples passed (1 annotation)"]
 
 
 def test_test_reports_mistakes_that_stop_examples(tmp_path, capsys):

@@ -12,8 +12,10 @@ from pathlib import Path
 
 import pytest
 
-from guard.policy import authoring, loader
-from guard.policy.authoring import Diagnostic
+from guard.ruleset import cli as rcli
+from guard.ruleset import compile as rcompile
+from guard.ruleset import layers as rlayers
+from guard.ruleset.read import Diagnostic
 
 pytestmark = pytest.mark.usefixtures("isolated_rules")
 
@@ -35,7 +37,7 @@ def lint(tmp_path: Path, text: str, name: str = "mine.yaml") -> list[Diagnostic]
     """Every diagnostic (mistakes and failing examples) the linter finds in one file."""
     f = tmp_path / name
     f.write_text(textwrap.dedent(text))
-    c = authoring.compile_files(loader.rule_layers((str(f),), None), examples="all")
+    c = rcompile.compile_files(rlayers.rule_layers((str(f),), None), examples="all")
     mine = [d for d in c.diagnostics if d.file == str(f)]
     return mine + [r.diagnostic() for r in c.failures if r.entry.doc.name == str(f)]
 
@@ -361,7 +363,7 @@ LINE = re.compile(r"^(?P<file>[^:]+):(?P<line>\d+):(?P<col>\d+): (?P<field>\S+):
 def test_cli_prints_file_line_column_field_and_exits_1(tmp_path, capsys):
     f = tmp_path / "mine.yaml"
     f.write_text(GOOD.replace("subcommand: lfs", "subcomand: lfs").replace("tool: git_push", "tool: git_psh"))
-    assert authoring.main(["lint", str(f)]) == 1
+    assert rcli.main(["lint", str(f)]) == 1
     out = capsys.readouterr().out.splitlines()
     hits = [LINE.match(x) for x in out[:-1]]
     assert all(hits), out
@@ -373,15 +375,15 @@ def test_cli_prints_file_line_column_field_and_exits_1(tmp_path, capsys):
 def test_cli_clean_file_exits_0(tmp_path, capsys):
     f = tmp_path / "mine.yaml"
     f.write_text(GOOD)
-    assert authoring.main(["lint", str(f)]) == 0
+    assert rcli.main(["lint", str(f)]) == 0
     assert capsys.readouterr().out.startswith("rules ok: 1 file")
 
 
 def test_cli_usage_errors_exit_2(tmp_path, capsys):
-    assert authoring.main(["lint", str(tmp_path / "missing.yaml")]) == 2
+    assert rcli.main(["lint", str(tmp_path / "missing.yaml")]) == 2
     assert "no such file or folder" in capsys.readouterr().err
-    assert authoring.main(["lint", "--fix"]) == 2
-    assert authoring.main(["frobnicate"]) == 2
+    assert rcli.main(["lint", "--fix"]) == 2
+    assert rcli.main(["frobnicate"]) == 2
 
 
 def test_cli_without_paths_lints_guard_rules_and_names_missing_entries(tmp_path, monkeypatch, capsys):
@@ -389,7 +391,7 @@ def test_cli_without_paths_lints_guard_rules_and_names_missing_entries(tmp_path,
     d.mkdir()
     (d / "x.yaml").write_text(GOOD.replace("category: publish", "category: pubish"))
     monkeypatch.setenv("GUARD_RULES", f"{d}:{tmp_path / 'gone'}")
-    assert authoring.main(["lint"]) == 1
+    assert rcli.main(["lint"]) == 1
     out = capsys.readouterr().out
     assert f"{d / 'x.yaml'}:3:15: rules[0].category:" in out
     assert f"{tmp_path / 'gone'}: no such file or folder" in out
@@ -414,8 +416,8 @@ annotations:
 def stderr_lint(tmp_path: Path, text: str) -> list[str]:
     f = tmp_path / "ann.yaml"
     f.write_text(text)
-    docs = {f: authoring.read_doc(f, str(f))}
-    return [p for p in authoring.stderr_lint(authoring.stderr_paths([str(f)], {}), docs) if p.startswith(str(f))]
+    c = rcompile.compile_files(rlayers.rule_layers((str(f),), None), examples="none")
+    return [str(d) for d in c.diagnostics if d.file == str(f)]
 
 
 def test_stderr_rule_good(tmp_path):
@@ -442,6 +444,6 @@ def test_stderr_unknown_placeholder_is_reported_by_the_annotator_loader(tmp_path
 def test_cli_lint_covers_both_kinds_in_one_file(tmp_path, capsys):
     f = tmp_path / "both.yaml"
     f.write_text(GOOD.replace("tool: git_push", "tool: git_psh") + STDERR_GOOD.replace("{repo}", "{repository}"))
-    assert authoring.main(["lint", str(f)]) == 1
+    assert rcli.main(["lint", str(f)]) == 1
     out = capsys.readouterr().out
     assert "rules[0].tool" in out and "annotations[0].message" in out

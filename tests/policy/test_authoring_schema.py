@@ -10,13 +10,16 @@ import pytest
 import yaml
 
 from guard.context import Context
-from guard.policy import authoring, loader
+from guard.ruleset import layers as rlayers
+from guard.ruleset import load as loader
+from guard.ruleset import read as rread
+from guard.ruleset import schema as rschema
 
 REPO = Path(__file__).resolve().parents[2]
 KEYWORDS = {
     "$schema", "$id", "$ref", "$defs", "title", "description", "type", "properties", "required",
     "additionalProperties", "items", "enum", "pattern", "minLength", "minItems", "minProperties", "anyOf",
-    "x-kind", "x-kind-empty", "x-expected", "x-reject", "x-unknown",
+    "x-kind", "x-kind-empty", "x-expected", "x-reject", "x-unknown", "x-writes", "x-default",
 }
 
 
@@ -36,7 +39,7 @@ def walk(node, path=()):
 
 @pytest.mark.parametrize("name", ["command-rules", "config", "annotations"])
 def test_schema_uses_only_keywords_the_validator_knows(name):
-    s = authoring.schema(name)
+    s = rschema.schema(name)
     assert s["$schema"].startswith("https://json-schema.org/")
     nodes = list(walk(s))
     assert len(nodes) > 10
@@ -46,18 +49,18 @@ def test_schema_uses_only_keywords_the_validator_knows(name):
 
 def test_schemas_ship_as_package_data():
     text = (REPO / "pyproject.toml").read_text()
-    assert '"guard.policy" = ["schema/*.json", "precheck-shipped.txt"]' in text
+    assert '"guard.ruleset" = ["schema/*.json", "precheck-shipped.txt"]' in text
     for name in ("command-rules", "config", "annotations", "programs"):
-        assert (authoring.SCHEMA_DIR / f"{name}.json").is_file()
+        assert (rschema.SCHEMA_DIR / f"{name}.json").is_file()
 
 
 def test_shipped_stderr_rules_fit_the_annotation_schema():
-    s = authoring.schema("annotations")
+    s = rschema.schema("annotations")
     files = sorted((REPO / "rules" / "stderr").glob("*.yaml"))
     assert files
     for f in files:
         data = yaml.safe_load(f.read_text())
-        assert authoring.validate(data, s, s) == [], f
+        assert rschema.validate(data, s, s) == [], f
 
 
 @pytest.mark.parametrize("bad, kind", [
@@ -68,18 +71,18 @@ def test_shipped_stderr_rules_fit_the_annotation_schema():
     ({"annotations": [{"id": "x", "pattern": 3, "message": "m"}]}, "wrong-type"),
 ])
 def test_annotation_schema_rejects_what_the_annotator_loader_rejects(bad, kind, tmp_path):
-    s = authoring.schema("annotations")
-    assert [i.kind for i in authoring.validate(bad, s, s)] == [kind]
-    from guard.act.stderr_rules import parse_text
+    s = rschema.schema("annotations")
+    assert [i.kind for i in rschema.validate(bad, s, s)] == [kind]
+    from guard.ruleset.annotations import parse_text
 
     rules, problems = parse_text(yaml.safe_dump(bad), "x.yaml")
     assert rules == [] and len(problems) == 1
 
 
 def test_shipped_config_and_rules_fit_their_schemas():
-    for f in loader.rule_files((), None):
-        doc = authoring.read_doc(f)
-        assert doc.problems == [] and authoring.check_schema(doc)[0] == [], f
+    for f in rlayers.rule_files((), None):
+        doc = rread.read_doc(f)
+        assert doc.problems == [] and rschema.check_schema(doc)[0] == [], f
 
 
 def test_every_fact_the_engine_computes_is_known_to_the_match_schema():
@@ -96,6 +99,6 @@ def test_every_fact_the_engine_computes_is_known_to_the_match_schema():
         res = resolve.resolve(parse.parse(r["command"]), ctx)
         for inv in res.invocations:
             seen.update(facts_for(inv, policy.world_of(ctx, rs)))
-    match = authoring.schema("command-rules")["$defs"]["match"]["properties"]
+    match = rschema.schema("command-rules")["$defs"]["match"]["properties"]
     assert len(seen) > 20
     assert seen - set(match) == set()

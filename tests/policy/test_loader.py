@@ -12,7 +12,8 @@ import pytest
 
 from guard.context import Context
 from guard.engine import analyze
-from guard.policy import loader
+from guard.ruleset import load as loader
+from guard.ruleset import model as rmodel
 
 REPO = Path(__file__).resolve().parents[2]
 
@@ -46,7 +47,7 @@ def verdict(cmd: str, *rules: str, config: str | None = None):
     return analyze(cmd, ctx)
 
 
-def ids(rs: loader.RuleSet) -> list[str]:
+def ids(rs: rmodel.RuleSet) -> list[str]:
     return [r["id"] for r in rs.rules]
 
 
@@ -150,8 +151,8 @@ def test_cache_is_keyed_by_content_not_mtime(tmp_path):
 def test_the_hot_path_does_not_import_yaml_once_cached(tmp_path):
     d = write(tmp_path / "d" / "lfs.yaml", LFS).parent
     loader.load((str(d),))
-    code = (f"import sys; from guard.policy import loader; rs = loader.load(({str(d)!r},)); "
-            "print(len(rs.rules), 'yaml' in sys.modules, 'guard.policy.authoring' in sys.modules)")
+    code = (f"import sys; from guard.ruleset import load as loader; rs = loader.load(({str(d)!r},)); "
+            "print(len(rs.rules), 'yaml' in sys.modules, 'guard.ruleset.compile' in sys.modules)")
     out = subprocess.run([sys.executable, "-c", code], capture_output=True, text=True, env=os.environ, check=True)
     n, has_yaml, has_authoring = out.stdout.split()
     assert int(n) > 40 and has_yaml == "False" and has_authoring == "False"
@@ -226,7 +227,7 @@ def test_check_answers_with_the_last_good_set_instead_of_a_configuration_error(t
 
 
 def test_a_compiler_crash_is_not_cached(tmp_path, monkeypatch, capfd):
-    from guard.policy import authoring
+    from guard.ruleset import compile as authoring
 
     def boom(layers):
         raise RuntimeError("simulated")
@@ -240,7 +241,7 @@ def test_a_compiler_crash_is_not_cached(tmp_path, monkeypatch, capfd):
 
 
 def test_a_crash_after_a_good_load_answers_with_the_last_good_set(tmp_path, monkeypatch, capfd):
-    from guard.policy import authoring
+    from guard.ruleset import compile as authoring
 
     f = write(tmp_path / "d" / "lfs.yaml", LFS)
     loader.load((str(f.parent),))

@@ -12,9 +12,14 @@ import pytest
 from guard import parse, policy, resolve
 from guard.context import Context
 from guard.engine import analyze
-from guard.policy import authoring, loader
 from guard.policy.facts import facts_for
 from guard.policy.programs import compile_spec, read
+from guard.ruleset import cli as authoring
+from guard.ruleset import compile as rcompile
+from guard.ruleset import layers as rlayers
+from guard.ruleset import load as loader
+from guard.ruleset import load as rload
+from guard.ruleset import read as rread
 from tests.conftest import guard_bin
 
 pytestmark = pytest.mark.usefixtures("isolated_rules")
@@ -24,7 +29,7 @@ CTX = dict(cwd="/workspace/app", trees=("/workspace",), env={"HOME": "/root"})
 
 def facts(command: str, rules: tuple[str, ...] = ()) -> list[dict]:
     ctx = Context.from_environ(rule_paths=rules, **CTX) if rules else Context.from_environ(**CTX)
-    rs = policy.load(ctx)
+    rs = rload.load_for(ctx)
     ctx = policy.effective_context(ctx, rs)
     res = resolve.resolve(parse.parse(command), ctx)
     return [facts_for(inv, policy.world_of(ctx, rs)) for inv in res.invocations]
@@ -121,10 +126,10 @@ def test_a_rule_for_a_program_guard_never_heard_of_in_yaml_alone(tmp_path: Path)
     assert verdict("terraform plan -out x", (str(f),))[0] == "allow"
 
 
-def _lint(tmp_path: Path, text: str) -> list[authoring.Diagnostic]:
+def _lint(tmp_path: Path, text: str) -> list[rread.Diagnostic]:
     f = tmp_path / "mine.yaml"
     f.write_text(textwrap.dedent(text))
-    c = authoring.compile_files(loader.rule_layers((str(f),), None), examples="none")
+    c = rcompile.compile_files(rlayers.rule_layers((str(f),), None), examples="none")
     return [d for d in c.diagnostics if d.file == str(f)]
 
 

@@ -23,6 +23,7 @@ from pathlib import Path
 import pytest
 
 from guard import shell
+from guard.ruleset import load as rload
 from guard.serve import client
 from tests.conftest import REPO, guard_bin
 
@@ -69,9 +70,8 @@ def ask(command: str, cwd: str = "/", env: dict[str, str] | None = None) -> tupl
 def in_process(command: str, cwd: str, env: dict[str, str]) -> tuple[bytes, bytes]:
     """guard_command as guard-shell runs it without a server: (action, what it wrote on stderr).
     Each call starts like a fresh guard-shell process: no rule set kept from an earlier call."""
-    from guard import policy
 
-    policy.forget()
+    rload.forget()
     with tempfile.TemporaryFile() as err:
         saved = os.dup(2)
         os.dup2(err.fileno(), 2)

@@ -15,49 +15,17 @@ from __future__ import annotations
 import marshal
 import os
 
+from guard.cachedir import cache_root
+
 TYPE_CHECKING = False
 if TYPE_CHECKING:
-    from collections.abc import Iterable, Mapping
+    from collections.abc import Mapping
 
 DIGEST_FORMAT = "stderr-digest/2"
 
 
-def shipped_dir() -> str | None:
-    """rules/stderr beside the package (a checkout) or inside it (an install)."""
-    guard_dir = os.path.dirname(os.path.dirname(os.path.realpath(__file__)))
-    for cand in (os.path.join(os.path.dirname(guard_dir), "rules", "stderr"), os.path.join(guard_dir, "rules", "stderr")):
-        if os.path.isdir(cand):
-            return cand
-    return None
-
-
-def default_paths(env: Mapping[str, str]) -> list[str]:
-    """The shipped rules, then ``GUARD_RULES`` (colon-separated files or folders)."""
-    paths: list[str] = []
-    d = shipped_dir()
-    if d is not None:
-        paths.append(d)
-    paths.extend(p for p in env.get("GUARD_RULES", "").split(":") if p)
-    return paths
-
-
-def expand(paths: Iterable[str | os.PathLike[str]]) -> list[str]:
-    """Files as given; folders become their ``.yaml``/``.yml`` files, recursively, sorted."""
-    out: list[str] = []
-    for p in paths:
-        p = os.fspath(p)
-        if os.path.isdir(p):
-            found = [os.path.join(d, n) for d, _, names in os.walk(p) for n in names
-                     if n.endswith((".yaml", ".yml")) and os.path.isfile(os.path.join(d, n))]
-            out.extend(sorted(found))
-        else:
-            out.append(p)
-    return out
-
-
 def cache_dir(env: Mapping[str, str]) -> str:
-    base = env.get("XDG_CACHE_HOME") or os.path.join(env.get("HOME") or os.path.expanduser("~"), ".cache")
-    return os.path.join(base, "guard", "stderr-rules")
+    return cache_root(env) + "/stderr-rules"
 
 
 def digest_key(files: list[str]) -> str:
@@ -69,7 +37,7 @@ def digest_key(files: list[str]) -> str:
 
     h = sha256(DIGEST_FORMAT.encode())
     try:  # the needles are the matcher's reading of the patterns: new matcher code, new digest
-        st = os.stat(os.path.join(os.path.dirname(os.path.realpath(__file__)), "matcher.py"))
+        st = os.stat(os.path.join(os.path.dirname(os.path.dirname(os.path.realpath(__file__))), "act", "matcher.py"))
         h.update(f"\0matcher\0{st.st_mtime_ns}\0{st.st_size}".encode())
     except OSError:
         pass

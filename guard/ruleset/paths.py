@@ -1,4 +1,5 @@
-"""Where the command rules are, found with ``os`` alone.
+"""Where the rule files are (command rules, program specs, config, stderr rules), found with
+``os`` alone.
 
 The rule loader's fast path and the shell's pre-check both ask this on every command, before
 anything heavier is imported (pathlib costs ~3 ms, the loader more).
@@ -8,10 +9,14 @@ from __future__ import annotations
 
 import os
 
+TYPE_CHECKING = False
+if TYPE_CHECKING:
+    from collections.abc import Iterable, Mapping
+
 
 def shipped_dir() -> str | None:
     """rules/ beside the package (a checkout), or inside it (an install)."""
-    guard_dir = os.path.dirname(os.path.realpath(__file__))
+    guard_dir = os.path.dirname(os.path.dirname(os.path.realpath(__file__)))
     for cand in (os.path.join(os.path.dirname(guard_dir), "rules"), os.path.join(guard_dir, "rules")):
         if os.path.exists(os.path.join(cand, "config.yaml")):
             return cand
@@ -26,7 +31,7 @@ def command_rule_files(extra: tuple[str, ...], config_path: str | None, folders:
     if base is None:
         return None
     files = [os.path.join(base, "config.yaml")]
-    for sub in ("programs", "commands"):
+    for sub in ("programs", "commands", "stderr"):
         try:
             files += sorted(os.path.join(base, sub, n) for n in os.listdir(os.path.join(base, sub)) if n.endswith(".yaml"))
         except OSError:
@@ -52,3 +57,36 @@ def as_path_str(p: str) -> str:
     lead = "//" if p.startswith("//") and not p.startswith("///") else ("/" if p.startswith("/") else "")
     parts = [x for x in p.split("/") if x not in ("", ".")]
     return lead + "/".join(parts) if (lead or parts) else "."
+
+
+def stderr_dir() -> str | None:
+    """rules/stderr beside the package (a checkout) or inside it (an install)."""
+    guard_dir = os.path.dirname(os.path.dirname(os.path.realpath(__file__)))
+    for cand in (os.path.join(os.path.dirname(guard_dir), "rules", "stderr"), os.path.join(guard_dir, "rules", "stderr")):
+        if os.path.isdir(cand):
+            return cand
+    return None
+
+
+def stderr_paths(env: Mapping[str, str]) -> list[str]:
+    """The shipped rules, then ``GUARD_RULES`` (colon-separated files or folders)."""
+    paths: list[str] = []
+    d = stderr_dir()
+    if d is not None:
+        paths.append(d)
+    paths.extend(p for p in env.get("GUARD_RULES", "").split(":") if p)
+    return paths
+
+
+def expand(paths: Iterable[str | os.PathLike[str]]) -> list[str]:
+    """Files as given; folders become their ``.yaml``/``.yml`` files, recursively, sorted."""
+    out: list[str] = []
+    for p in paths:
+        p = os.fspath(p)
+        if os.path.isdir(p):
+            found = [os.path.join(d, n) for d, _, names in os.walk(p) for n in names
+                     if n.endswith((".yaml", ".yml")) and os.path.isfile(os.path.join(d, n))]
+            out.extend(sorted(found))
+        else:
+            out.append(p)
+    return out

@@ -5,7 +5,7 @@ config file (``GUARD_CONFIG``). A later rule with the same id replaces an earlie
 place); ``enabled: false`` removes it; a rule without ``match`` changes fields of an earlier one.
 
 Compiling (YAML, schema validation, examples) happens only when the cache misses and lives in
-``guard.policy.authoring``. The cache is one JSON file per content key. A compile with mistakes is
+``guard.ruleset.compile``. The cache is one JSON file per content key. A compile with mistakes is
 cached too, so a broken edit costs one compile, not one per command; while it stands, ``load``
 answers with the last set that compiled cleanly for the same layering (``rules-lkg-*.json``, a
 symlink to its cache file), says so once per process, and falls back to the shipped rules only
@@ -19,75 +19,24 @@ import os
 import sys
 from functools import cache
 
-from guard.record import asdict, dataclass, field, replace
-from guard.rulepaths import command_rule_files
+from guard.cachedir import cache_root
+from guard.record import asdict, replace
+from guard.ruleset.model import RuleSet
+from guard.ruleset.paths import command_rule_files, shipped_dir
 
 TYPE_CHECKING = False
 if TYPE_CHECKING:  # typing and pathlib cost ~2-7 ms to import on the command path
     from pathlib import Path
-    from typing import Any
+
+    from guard.context import Context
+    from guard.ruleset.layers import Layer
 
 try:  # the built-in module: hashlib loads OpenSSL (~2.5 ms), paid on every analysed command
     from _sha256 import sha256
 except ImportError:  # pragma: no cover - other Pythons
     from hashlib import sha256  # type: ignore[assignment]
 
-CACHE_VERSION = 4
-
-
-@cache
-def shipped_rules_dir() -> Path:
-    from pathlib import Path
-
-    here = Path(__file__).resolve().parent.parent  # guard/
-    for cand in (here.parent / "rules", here / "rules"):
-        if (cand / "config.yaml").exists():
-            return cand
-    return here.parent / "rules"
-
-
-@dataclass
-class RuleSet:
-    rules: list[dict[str, Any]]  # command rules, in order; each carries "source" (file:line)
-    config: dict[str, Any]
-    digest: str
-    sources: list[str] = field(default_factory=list)
-    errors: list[str] = field(default_factory=list)  # mistakes that made this compile unusable
-    dropped: list[str] = field(default_factory=list)  # rules left out because their examples fail
-    disabled: list[dict[str, str]] = field(default_factory=list)  # {id, source, by}
-    fallback: str | None = None  # set when this is not the set the files describe, and why
-    programs: dict[str, dict[str, Any]] = field(default_factory=dict)  # program name → spec as written
-
-
-@dataclass(frozen=True)
-class Layer:
-    name: str
-    files: tuple[Path, ...]
-    shipped: bool = False
-
-
-def rule_layers(extra: tuple[str, ...], config_path: str | None) -> list[Layer]:
-    """The layers in order: shipped rules, each GUARD_RULES entry, the config file."""
-    from pathlib import Path
-
-    base = shipped_rules_dir()
-    layers = [Layer("rules/", (base / "config.yaml", *sorted((base / "programs").glob("*.yaml")),
-                               *sorted((base / "commands").glob("*.yaml"))), True)]
-    for p in extra:
-        path = Path(p)
-        if path.is_dir():
-            found = {q for q in path.rglob("*") if q.suffix in (".yaml", ".yml") and q.is_file()}
-            layers.append(Layer(p, tuple(sorted(found))))
-        elif path.exists():
-            layers.append(Layer(p, (path,)))
-    if config_path:
-        layers.append(Layer(config_path, (Path(config_path),)))
-    return layers
-
-
-def rule_files(extra: tuple[str, ...], config_path: str | None) -> list[Path]:
-    """Every YAML file that contributes, in layering order."""
-    return [f for layer in rule_layers(extra, config_path) for f in layer.files]
+CACHE_VERSION = 5
 
 
 INTERNAL = "internal error while compiling rules"
@@ -98,8 +47,9 @@ def _compiler_stamp() -> str:
     """Size and mtime of the compiler and its schemas: a new guard recompiles the rules."""
     here = os.path.dirname(os.path.realpath(__file__))
     out = []
-    for f in (os.path.join(here, "authoring.py"), os.path.join(here, "schema", "command-rules.json"),
-              os.path.join(here, "schema", "config.json"), os.path.join(here, "schema", "programs.json")):
+    names = ("compile.py", "checks.py", "schema.py", "examples.py", "annotations.py", "schema/command-rules.json",
+             "schema/config.json", "schema/programs.json", "schema/annotations.json")
+    for f in (os.path.join(here, n) for n in names):
         try:
             st = os.stat(f)
             out.append(f"{st.st_size}:{st.st_mtime_ns}")
@@ -129,24 +79,48 @@ def cache_dir() -> Path:
 
 
 def _cache_dir_str() -> str:
-    base = os.environ.get("XDG_CACHE_HOME") or os.path.join(os.path.expanduser("~"), ".cache")
-    return os.path.join(base, "guard")
+    return cache_root()
 
 
 @cache
 def _inputs_key(extra: tuple[str, ...], config_path: str | None) -> str:
-    text = json.dumps([str(shipped_rules_dir()), list(extra), config_path])
+    text = json.dumps([shipped_dir() or "", list(extra), config_path])
     return sha256(text.encode()).hexdigest()[:24]
 
 
 _said: set[str] = set()
 _memo: dict[str, RuleSet] = {}
+_loaded: dict[tuple, RuleSet] = {}
+_warned = False
+
+
+def load_for(ctx: Context) -> RuleSet:
+    """The rule set for ``ctx``'s rule layers, loaded once per process; the first load leaves the
+    pre-check's plan where guard-shell finds it, and a broken set is said once."""
+    global _warned
+    key = (ctx.rule_paths, ctx.config_path)
+    rs = _loaded.get(key)
+    if rs is None:
+        from guard.ruleset import derived
+
+        at = derived.stamp(ctx.rule_paths, ctx.config_path)
+        rs = _loaded[key] = load(ctx.rule_paths, ctx.config_path)
+        derived.remember_plan(ctx.rule_paths, ctx.config_path, at, derived.derived(rs).precheck)
+    if rs.errors and not _warned:
+        _warned = True
+        warn_once(rs)
+    return rs
 
 
 def forget() -> None:
-    """Say the stale-rules warning again on the next load (see ``guard.policy.forget``); the
-    content-keyed ``_memo`` stays: it cannot go stale."""
+    """Drop what ``load_for`` keeps per process (the loaded rule sets, the warned-once flags), so
+    the next load re-reads the rule files as a fresh process would: for a long-lived caller (the
+    analysis server) whose rule files may change between commands. The content-keyed ``_memo``
+    stays: it cannot go stale."""
+    global _warned
     _said.clear()
+    _loaded.clear()
+    _warned = False
 
 
 def _say_once(line: str) -> None:
@@ -168,6 +142,8 @@ def load(extra: tuple[str, ...] = (), config_path: str | None = None) -> RuleSet
     fast = _load_fast(extra, config_path)
     if fast is not None:
         return fast
+    from guard.ruleset.layers import rule_layers
+
     layers = rule_layers(extra, config_path)
     files = [f for layer in layers for f in layer.files]
     key = content_key(files)
@@ -175,8 +151,8 @@ def load(extra: tuple[str, ...] = (), config_path: str | None = None) -> RuleSet
     name = f"rules-{key[:32]}.json"
     rs = _memo.get(key) or read_cache(cdir / name)
     if rs is not None and len(_memo) < 1024:
-        # One object per content in a process: a long-lived shell skips the JSON, and a set's
-        # id() stays its own (guard.policy caches the rule order by id()).
+        # One object per content in a process: a long-lived shell skips the JSON, and what the
+        # stages derive from a set (kept while it is the same object) is derived once.
         _memo[key] = rs
     if rs is None:
         rs = compile_layers(layers)
@@ -217,7 +193,7 @@ def _load_fast(extra: tuple[str, ...], config_path: str | None) -> RuleSet | Non
 def compile_layers(layers: list[Layer]) -> RuleSet:
     """Compile (cold path). A bug in the compiler becomes an error, never a traceback."""
     try:
-        from guard.policy.authoring import compile_for_load
+        from guard.ruleset.compile import compile_for_load
 
         rs = compile_for_load(layers)
     except Exception as e:  # noqa: BLE001 — the hot path must survive anything here
@@ -268,15 +244,6 @@ def _remember_good(cdir: Path, inputs: str, name: str) -> None:
         os.replace(tmp, link)
     except OSError:
         pass
-
-
-def display(f: Path) -> str:
-    """How a rule file is named in messages: ``rules/…`` for shipped files, else as given."""
-    base = shipped_rules_dir()
-    try:
-        return "rules/" + str(f.resolve().relative_to(base.resolve()))
-    except (ValueError, OSError):
-        return str(f)
 
 
 def warn_once(rs: RuleSet) -> None:

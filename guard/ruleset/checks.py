@@ -1,0 +1,202 @@
+"""What a schema cannot say: a rule's fields that contradict each other, an unknown tool or
+placeholder, a fact the named program never has, an annotation pattern RE2 rejects."""
+
+from __future__ import annotations
+
+import json
+import string
+from collections.abc import Mapping
+from dataclasses import dataclass
+from typing import Any
+
+from guard.ruleset.read import Diagnostic, Doc, Path_, did_you_mean
+from guard.ruleset.schema import shown, vocabulary
+
+PLACEHOLDERS = ("what", "prefix", "url", "path", "tool_call")
+TOOL_PLACEHOLDERS = ("what", "prefix", "url", "path")
+# what an annotation's message may name besides the pattern's named groups
+ANNOTATION_DERIVED = ("url", "host", "repo", "program")
+REGEXISH = ("^", "$", ".*", ".+", "\\", "[", "(?", "|")
+
+
+
+def template_problem(text: str, allowed: tuple[str, ...]) -> tuple[str, str] | None:
+    """(kind, message) when a message template is malformed or names an unknown placeholder."""
+    try:
+        parts = list(string.Formatter().parse(text))
+    except ValueError as e:
+        return "bad-template", f"malformed template ({e}); write {{{{ and }}}} for literal braces"
+    for _, name, spec, conv in parts:
+        if name is None:
+            continue
+        if name not in allowed:
+            shown_ = "{" + name + "}"
+            hint = did_you_mean(name, allowed)
+            return "unknown-placeholder", (f"unknown placeholder {shown_}; expected "
+                                           + ", ".join("{" + a + "}" for a in allowed) + hint)
+        if spec or conv:
+            return "bad-template", f"placeholder {{{name}}} takes no format spec or conversion"
+    return None
+
+
+@dataclass
+class Entry:
+    """One command rule as written in a file."""
+
+    rule: dict[str, Any]
+    doc: Doc
+    index: int
+    layer: int
+    shipped: bool
+    valid: bool
+
+    @property
+    def path(self) -> Path_:
+        return ("rules", self.index)
+
+    @property
+    def line(self) -> int:
+        return self.doc.at(self.path)[0]
+
+    @property
+    def source(self) -> str:
+        return f"{self.doc.name}:{self.line}"
+
+    @property
+    def id(self) -> str:
+        return str(self.rule.get("id"))
+
+
+def rule_problems(e: Entry, effective: Mapping[str, Any], tools: Mapping[str, Any],
+                  specs: Mapping[str, Any] | None = None) -> list[Diagnostic]:
+    """What the schema cannot say about one rule; ``effective`` is it merged with what it changes;
+    ``specs`` are the program specs in effect (a fact the named program never has is a mistake)."""
+    out: list[Diagnostic] = []
+    p = e.path
+    allow = effective.get("verdict") == "allow"
+    here = e.rule
+
+    def at(name: str) -> Path_:
+        return (*p, name) if name in here else p
+
+    if allow:
+        for name in ("category", "message", "tool"):
+            if name in here and here[name] is not None:
+                out.append(e.doc.diag((*p, name), f"an allow rule refuses nothing, so it has no {name}"
+                                      + ("; exempts: [...] chooses what it lifts" if name == "category" else ""),
+                                      "allow-rule-field", key=True))
+    else:
+        if not effective.get("category"):
+            out.append(e.doc.diag(at("category"), f"required for a refusing rule: one of {', '.join(vocabulary()['categories'])}",
+                                  "missing-category", field_path=(*p, "category")))
+        if not effective.get("message"):
+            out.append(e.doc.diag(at("message"), "required for a refusing rule: the text the agent reads "
+                                  "(placeholders {what} {prefix} {url} {path} {tool_call})",
+                                  "missing-message", field_path=(*p, "message")))
+        if "exempts" in here:
+            out.append(e.doc.diag((*p, "exempts"), "only an allow rule (verdict: allow) exempts categories",
+                                  "exempts-on-refusing", key=True))
+    tool = here.get("tool")
+    if isinstance(tool, str) and not allow and tool not in tools:
+        hint = did_you_mean(tool, tools) or f"; expected one of {', '.join(sorted(tools))} or null"
+        out.append(e.doc.diag((*p, "tool"), f"unknown tool {tool!r} (not in the config's tools){hint}", "unknown-tool"))
+    msg = here.get("message")
+    if isinstance(msg, str) and not allow:
+        prob = template_problem(msg, PLACEHOLDERS)
+        if prob:
+            out.append(e.doc.diag((*p, "message"), prob[1], prob[0]))
+        elif "{tool_call}" in msg and not effective.get("tool"):
+            out.append(e.doc.diag((*p, "message"), "uses {tool_call} but the rule names no tool", "tool-call-without-tool"))
+    m = here.get("match")
+    if isinstance(m, dict) and specs is not None:
+        out.extend(_impossible_facts(e, m, specs))
+    if isinstance(m, dict):
+        for key in ("args_match", "http_path_has"):
+            vals = m.get(key)
+            for v in vals if isinstance(vals, list) else [vals]:
+                if isinstance(v, str) and any(t in v for t in REGEXISH):
+                    out.append(e.doc.diag((*p, "match", key), f"{shown(v)} looks like a pattern, but {key} is a plain "
+                                          "substring and is searched for literally", "regex-in-substring",
+                                          severity="warning"))
+    return out
+
+
+def _impossible_facts(e: Entry, m: Mapping[str, Any], specs: Mapping[str, Any]) -> list[Diagnostic]:
+    """A match key that no program the rule names can ever have: the rule would never match."""
+    from guard.policy.programs import ALL_FACTS, possible_facts, spec_for  # what each spec can give
+
+    names = m.get("program")
+    names = names if isinstance(names, list) else [names]
+    if not names or any(not isinstance(n, str) for n in names):
+        return []
+    out = []
+    for key in m:
+        if key == "program" or key not in ALL_FACTS:  # an unknown key is the schema's to report
+            continue
+        lacking = [n for n in names if key not in possible_facts(spec_for(n, specs)[0])]
+        if len(lacking) < len(names):
+            continue
+        what = " or ".join(repr(n) for n in lacking)
+        specless = [n for n in lacking if spec_for(n, specs)[0] is None]
+        why = (f"; {', '.join(specless)} has no program spec (rules/programs/ or a programs: block says where "
+               "its subcommand sits)" if specless and key in ("subcommand", "action", "info")
+               else "; see rules/README.md, Program specs, for the facts each spec gives")
+        out.append(e.doc.diag((*e.path, "match", key), f"program {what} never has the fact {key!r}, so this rule "
+                              f"can never match{why}", "impossible-fact", key=True))
+    return out
+
+
+def config_problems(doc: Doc) -> list[Diagnostic]:
+    out: list[Diagnostic] = []
+    cfg = doc.data.get("config") if isinstance(doc.data, dict) else None
+    tools = cfg.get("tools") if isinstance(cfg, dict) else None
+    if isinstance(tools, dict):
+        for name, text in tools.items():
+            if isinstance(text, str):
+                prob = template_problem(text, TOOL_PLACEHOLDERS)
+                if prob:
+                    out.append(doc.diag(("config", "tools", name), prob[1], prob[0]))
+    return out
+
+
+def annotation_problems(doc: Doc, index: int, item: Mapping[str, Any], tools: Mapping[str, Any] | None = None,
+                        ids: frozenset[str] | None = None) -> list[Diagnostic]:
+    """What the schema cannot say about one annotation (``annotations[index]``, schema-valid):
+    patterns RE2 rejects, a message placeholder no pattern fills, an unknown ``tool`` (when the
+    config's ``tools`` are given) or ``supersedes`` id (when the ids in effect are given)."""
+    from guard.act.matcher import compile_pattern  # the annotator's own reading of a pattern
+
+    out: list[Diagnostic] = []
+    p = ("annotations", index)
+    groups: set[str] = set()
+    for name in ("pattern", "capture"):
+        v = item.get(name)
+        many = isinstance(v, list)
+        for j, pat in enumerate(v if many else [] if v is None else [v]):
+            try:
+                rx = compile_pattern(pat)
+            except ValueError as e:
+                out.append(doc.diag((*p, name, j) if many else (*p, name), f"not a valid RE2 pattern: {e}",
+                                    "bad-pattern"))
+                continue
+            groups.update(k.decode() if isinstance(k, bytes) else k for k in rx.groupindex)
+            if name == "pattern" and rx.search(b"") is not None:
+                out.append(doc.diag((*p, name, j) if many else (*p, name), f"{json.dumps(pat)} matches an empty line, so it "
+                                    "would annotate every failing command", "pattern-matches-empty"))
+    msg = item.get("message")
+    if isinstance(msg, str) and not any(d.kind == "bad-pattern" for d in out):
+        prob = template_problem(msg, (*sorted(groups), *ANNOTATION_DERIVED))
+        if prob:
+            out.append(doc.diag((*p, "message"), prob[1], prob[0]))
+    tool = item.get("tool")
+    if tools is not None and isinstance(tool, str) and tool not in tools:
+        hint = did_you_mean(tool, tools) or f"; expected one of {', '.join(sorted(tools))}"
+        out.append(doc.diag((*p, "tool"), f"unknown tool {tool!r} (not in the config's tools){hint}", "unknown-tool"))
+    sup = item.get("supersedes")
+    if ids is not None:
+        for j, other in enumerate(sup if isinstance(sup, list) else [] if sup is None else [sup]):
+            if other not in ids:
+                where_ = (*p, "supersedes", j) if isinstance(sup, list) else (*p, "supersedes")
+                out.append(doc.diag(where_, f"no annotation {other!r} to supersede{did_you_mean(other, ids)}",
+                                    "unknown-id"))
+    return out

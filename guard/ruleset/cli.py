@@ -1,0 +1,168 @@
+"""``guard rules list|lint|test [PATH…]``."""
+
+from __future__ import annotations
+
+import os
+import sys
+from collections.abc import Mapping
+from dataclasses import dataclass, field
+from pathlib import Path
+from typing import Any
+
+from guard.ruleset.compile import compile_files, compile_for_load
+from guard.ruleset.layers import Layer, display, rule_layers
+
+USAGE = "usage: guard rules list|lint|test [PATH…]"
+
+
+
+@dataclass
+class Target:
+    """What a ``guard rules`` invocation looks at."""
+
+    layers: list[Layer]
+    only: set[Path] | None  # report on these files only (PATHs given); None: all
+    missing: list[str] = field(default_factory=list)
+
+
+def target(paths: list[str], env: Mapping[str, str]) -> Target:
+    """No PATH: the effective set (shipped + GUARD_RULES + GUARD_CONFIG). PATHs: the shipped rules
+    plus PATHs in place of GUARD_RULES, with GUARD_CONFIG; mistakes are reported in PATHs only."""
+    config = env.get("GUARD_CONFIG") or None
+    if paths:
+        layers = rule_layers(tuple(paths), config)
+        only = {f.resolve() for layer in layers[1:] for f in layer.files}
+        return Target(layers, only)
+    extra = tuple(p for p in env.get("GUARD_RULES", "").split(":") if p)
+    missing = [p for p in extra if not os.path.exists(p)]
+    if config and not os.path.exists(config):
+        missing.append(config)
+    return Target(rule_layers(extra, config), None, missing)
+
+
+def _mine(t: Target, name: str) -> bool:
+    if t.only is None:
+        return True
+    for f in t.only:
+        if display(f) == name or str(f) == name:
+            return True
+    try:
+        return Path(name.split(":", 1)[0]).resolve() in t.only
+    except OSError:
+        return False
+
+
+def _typed(annotations: list[dict[str, Any]]) -> list[Any]:
+    """The checked annotations as the annotator runs them."""
+    from guard.act.matcher import compile_pattern
+    from guard.ruleset.annotations import typed
+
+    return [typed(d, compile_pattern) for d in annotations]
+
+
+def _plural(n: int, word: str) -> str:
+    return f"{n} {word}{'' if n == 1 else 's'}"
+
+
+def cmd_lint(t: Target, out: Any) -> int:
+    """Every mistake of every file in one pass (schema, checks, failing examples), then a count."""
+    c = compile_files(t.layers, examples="all")
+    lines = [f"{p}: no such file or folder (named in GUARD_RULES or GUARD_CONFIG)" for p in t.missing]
+    diags = [d for d in c.diagnostics if _mine(t, d.file)]
+    diags += [r.diagnostic() for r in c.failures if _mine(t, r.entry.doc.name)]
+    from guard.act.annotate import run_examples
+
+    mine = [r for r in _typed(c.annotations) if _mine(t, r.source)]
+    lines += run_examples(mine)
+    errors = [d for d in diags if d.severity == "error"]
+    for d in sorted(diags, key=lambda d: (d.file, d.line, d.col)):
+        print(d, file=out)
+    for line in lines:
+        print(line, file=out)
+    for note in c.ruleset.notes:
+        if _mine(t, note.split(":", 1)[0]):
+            print(note, file=out)
+    n = len(errors) + len(lines)
+    nfiles = len({f for layer in t.layers for f in layer.files if t.only is None or f.resolve() in t.only})
+    if n:
+        print(f"{_plural(n, 'mistake')} in the rules", file=out)
+        return 1
+    print(f"rules ok: {_plural(nfiles, 'file')}, {len(c.ruleset.rules)} command rules and "
+          f"{len(c.annotations)} annotations in effect", file=out)
+    return 0
+
+
+def cmd_test(t: Target, out: Any) -> int:
+    """Run every example (command rules: against the rule alone and the whole set; annotations:
+    through the annotator); print the failures, then the counts."""
+    c = compile_files(t.layers, examples="all")
+    errors = [d for d in c.errors if _mine(t, d.file)]
+    for d in errors:
+        print(d, file=out)
+    results = [r for r in c.examples if _mine(t, r.entry.doc.name)]
+    failed = [r for r in results if not r.ok]
+    for r in failed:
+        print(r.diagnostic(), file=out)
+    from guard.act.annotate import run_examples
+
+    mine = [r for r in _typed(c.annotations) if _mine(t, r.source)]
+    sfail = run_examples(mine)
+    for line in sfail:
+        print(line, file=out)
+    nex = sum(len(r.must) + len(r.must_not) for r in mine)
+    nbad = len(errors) + len(failed) + len(sfail)
+    print(f"{len(results) - len(failed)}/{len(results)} command examples passed, "
+          f"{nex - len(sfail)}/{nex} annotation examples passed ({_plural(len(mine), 'annotation')})"
+          + (f"; {_plural(len(errors), 'mistake')} in the rules (guard rules lint)" if errors else ""), file=out)
+    return 1 if nbad else 0
+
+
+def cmd_list(t: Target, out: Any) -> int:
+    c = compile_files(t.layers, examples="none")
+    if c.ruleset.errors:
+        print(f"the rule files hold {len(c.ruleset.errors)} mistake(s), first: {c.ruleset.errors[0]}", file=out)
+        print("guard keeps using the last good rule set until they are fixed (guard rules lint)", file=out)
+        rs = c.ruleset
+    else:
+        rs = compile_for_load(t.layers)  # what the loader would use: without rules whose examples fail
+    width = max([len(r["id"]) for r in rs.rules] + [len(a["id"]) for a in rs.annotations] + [10])
+    print(f"{'id':<{width}}  {'verdict':<12}  {'tool':<13}  source", file=out)
+    for r in rs.rules:
+        verdict = "allow" if r.get("verdict") == "allow" else str(r.get("category"))
+        note = ""
+        if r["id"] in c.replaced:
+            note = "  (replaces " + ", ".join(c.replaced[r["id"]]) + ")"
+        print(f"{r['id']:<{width}}  {verdict:<12}  {r.get('tool') or '-':<13}  {r['source']}{note}", file=out)
+    for d in rs.disabled:
+        print(f"{d['id']:<{width}}  {'disabled':<12}  {'-':<13}  {d['source']}  (by {d['by']})", file=out)
+    for line in rs.dropped:
+        print(f"not loaded: {line}", file=out)
+    if rs.annotations:
+        print(f"\n{'annotation':<{width}}  {'category':<12}  {'tool':<13}  source", file=out)
+        for a in rs.annotations:
+            print(f"{a['id']:<{width}}  {a.get('category') or 'annotation':<12}  {a.get('tool') or '-':<13}  "
+                  f"{display(Path(a['source']))}:{a['line']}", file=out)
+    return 0
+
+
+def main(argv: list[str]) -> int:
+    """``guard rules list|lint|test [PATH…]``; ``argv`` starts with the subcommand."""
+    if any(a in ("-h", "--help") for a in argv):
+        print(USAGE)
+        return 0
+    if not argv or argv[0] not in ("list", "lint", "test"):
+        print(f"guard: {USAGE}", file=sys.stderr)
+        return 2
+    sub, paths = argv[0], argv[1:]
+    for p in paths:
+        if p.startswith("-"):
+            print(f"guard: rules {sub}: unknown option {p}; {USAGE}", file=sys.stderr)
+            return 2
+        if not os.path.exists(p):
+            print(f"guard: rules {sub}: {p}: no such file or folder", file=sys.stderr)
+            return 2
+    t = target(paths, os.environ)
+    try:
+        return {"list": cmd_list, "lint": cmd_lint, "test": cmd_test}[sub](t, sys.stdout)
+    except BrokenPipeError:
+        return 0

@@ -1,0 +1,134 @@
+"""Values every stage needs, derived from one compiled rule set and handed to the stages as
+parameters: the forges and their hosts, the token variables, the program specs, the programs
+some rule names, the pre-check's plan, the refusal vocabulary. Nothing here is kept as a module
+constant; ``derived(rs)`` computes them once per rule set."""
+
+from __future__ import annotations
+
+import os
+
+from guard import precheck
+from guard.ruleset.model import RuleSet, per_set
+
+TYPE_CHECKING = False
+if TYPE_CHECKING:
+    from collections.abc import Mapping
+    from typing import Any
+
+    from guard.policy.facts import Forge
+    from guard.policy.programs import Spec
+
+
+class Derived:
+    """What the stages read from ``rs`` (see the module's docstring)."""
+
+    __slots__ = ("rs", "forges", "token_vars", "programs", "named", "read_all", "precheck", "categories",
+                 "writes", "default_exempt", "trees")
+
+    def __init__(self, rs: RuleSet) -> None:
+        from guard.policy.programs import READER_FACTS, compile_specs  # what each program's argv gives
+
+        self.rs = rs
+        self.forges: tuple[Forge, ...] = forges_of(rs.config)
+        self.token_vars = frozenset(rs.config.get("token_vars") or ())
+        self.programs: Mapping[str, Spec] = compile_specs(rs.programs)
+        self.named = frozenset(p for r in rs.rules for p in _as_list((r.get("match") or {}).get("program")))
+        self.read_all = any("program" not in (r.get("match") or {}) and not READER_FACTS.isdisjoint(r.get("match") or {})
+                            for r in rs.rules)
+        self.precheck = _plan(rs, self.named)
+        vocab = rs.vocabulary or {}
+        self.categories: tuple[str, ...] = tuple(vocab.get("categories") or ())
+        self.writes = frozenset(vocab.get("writes") or ())
+        self.default_exempt: tuple[str, ...] = tuple(vocab.get("default_exempt") or ())
+        self.trees: tuple[str, ...] = tuple(rs.config.get("trees") or ())
+
+
+_recent: dict = {}
+
+
+def derived(rs: RuleSet) -> Derived:
+    """The derived values of ``rs``, computed once per rule set."""
+    return per_set(_recent, rs, Derived)
+
+
+def forges_of(config: Mapping[str, Any]) -> tuple[Forge, ...]:
+    """The config's ``forges``; a forge's hosts may also be given as ``<name>_hosts``."""
+    from guard.policy.facts import Forge
+
+    out = []
+    for name, f in (config.get("forges") or {}).items():
+        f = f or {}
+        hosts = config.get(f"{name}_hosts", f.get("hosts")) or ()
+        out.append(Forge(name, tuple(h.lower() for h in hosts), tuple(f.get("api_paths") or ()),
+                         tuple(f.get("token_paths") or ())))
+    return tuple(out)
+
+
+def _as_list(v: object) -> list:
+    return [] if v is None else v if isinstance(v, list) else [v]
+
+
+# --------------------------------------------------------------------------- the pre-check's plan
+
+
+def _plan(rs: RuleSet, named: frozenset[str]) -> precheck.Plan:
+    """The config's ``precheck`` programs, less every program a rule names; none at all when a
+    rule naming no program wants a fact the watched fragments do not cover."""
+    cfg = rs.config.get("precheck") or {}
+    covers = set(cfg.get("covers") or ())
+    programs = frozenset(cfg.get("programs") or ()) - named
+    for r in rs.rules:
+        m = r.get("match") or {}
+        if "program" not in m and not set(m) <= covers:
+            programs = frozenset()  # a rule on any program: every command gets the analysis
+            break
+    return precheck.Plan(programs, tuple(str(w).lower() for w in cfg.get("watched") or ()))
+
+
+def plan_text(plan: precheck.Plan) -> str:
+    """A plan as ``guard/ruleset/precheck-shipped.txt`` holds it."""
+    return ("# guard-shell's pre-check under the shipped rules alone, derived from them (config precheck:,\n"
+            "# less every program a rule names); tests/test_precheck.py checks it. Programs, then watched.\n"
+            + " ".join(sorted(plan.programs)) + "\n" + " ".join(plan.watched) + "\n")
+
+
+def stamp(extra: tuple[str, ...], config_path: str | None) -> tuple | None:
+    """Name, size and mtime of every command rule file and of the folders holding them (a file
+    added or removed changes its folder's mtime): a plan holds for this stamp only."""
+    from guard.ruleset.paths import command_rule_files, shipped_dir
+
+    files = command_rule_files(extra, config_path, folders=True)
+    base = shipped_dir()
+    if files is None or base is None:
+        return None
+    dirs = [os.path.join(base, sub) for sub in ("programs", "commands", "stderr")]
+    for p in extra:
+        if os.path.isdir(p):
+            dirs += [d for d, _, _ in os.walk(p)]
+    return tuple((f, *precheck.size_mtime(f)) for f in (*dirs, *files))
+
+
+def remember_plan(extra: tuple[str, ...], config_path: str | None, at: tuple | None, plan: precheck.Plan) -> None:
+    """Store ``plan`` where ``precheck.current_plan`` finds it, for the rule files as they were at
+    ``at`` (their ``stamp`` taken before the rule set was loaded, so an edit during the load
+    leaves a plan that no longer holds)."""
+    import marshal
+
+    if at is None:
+        return
+    path = precheck.plan_file(extra, config_path)
+    data = (precheck.PLAN_FORMAT, at, tuple(sorted(plan.programs)), tuple(plan.watched))
+    try:
+        with open(path, "rb") as fh:
+            if marshal.loads(fh.read()) == data:
+                return
+    except (OSError, ValueError, EOFError, TypeError):
+        pass
+    try:
+        os.makedirs(os.path.dirname(path), exist_ok=True)
+        tmp = f"{path}.{os.getpid()}.tmp"
+        with open(tmp, "wb") as fh:
+            fh.write(marshal.dumps(data))
+        os.replace(tmp, path)
+    except OSError:
+        pass

@@ -1,0 +1,89 @@
+"""The typed rule set every stage is handed: command rules, annotation rules, program specs and
+config, compiled once and cached (``guard.ruleset.load``). Light: the hot path imports it."""
+
+from __future__ import annotations
+
+from guard.record import dataclass, field
+
+TYPE_CHECKING = False
+if TYPE_CHECKING:
+    from collections.abc import Iterable, Mapping
+    from typing import Any
+
+
+@dataclass
+class RuleSet:
+    rules: list[dict[str, Any]]  # command rules, in order; each carries "source" (file:line)
+    config: dict[str, Any]
+    digest: str
+    sources: list[str] = field(default_factory=list)
+    errors: list[str] = field(default_factory=list)  # mistakes that made this compile unusable
+    dropped: list[str] = field(default_factory=list)  # rules left out because their examples fail
+    disabled: list[dict[str, str]] = field(default_factory=list)  # {id, source, by}
+    fallback: str | None = None  # set when this is not the set the files describe, and why
+    programs: dict[str, dict[str, Any]] = field(default_factory=dict)  # program name → spec as written
+    annotations: list[dict[str, Any]] = field(default_factory=list)  # stderr rules, checked (see annotations.py)
+    vocabulary: dict[str, list[str]] = field(default_factory=dict)  # categories (precedence order), writes, default_exempt: the schema's
+    notes: list[str] = field(default_factory=list)  # what layering did that an author should know (lists replaced)
+
+
+
+
+def per_set(cache: dict[int, Any], rs: RuleSet, make: Any) -> Any:
+    """``make(rs)``, computed once per rule set: ``cache`` maps id(rs) to (rs, value) for the last
+    few sets (holding each set keeps its id its own; a rule's examples alternate between the
+    whole set and the rule alone)."""
+    hit = cache.get(id(rs))
+    if hit is None or hit[0] is not rs:
+        if len(cache) >= 8:
+            del cache[next(iter(cache))]
+        hit = cache[id(rs)] = (rs, make(rs))
+    return hit[1]
+
+
+@dataclass(frozen=True)
+class Example:
+    stderr: str
+    env: Mapping[str, str] | None = None
+    cwd_in_tree: bool | None = None
+    program: str | None = None
+    message_contains: str | None = None
+    command: str | None = None
+
+
+@dataclass(frozen=True)
+class StderrRule:
+    id: str
+    patterns: tuple[str, ...]
+    message: str
+    captures: tuple[str, ...] = ()
+    tool: str | None = None
+    category: str = "annotation"
+    env: tuple[tuple[str, tuple[str, ...]], ...] = ()
+    cwd_in_tree: bool | None = None
+    programs: tuple[str, ...] = ()
+    supersedes: tuple[str, ...] = ()
+    must: tuple[Example, ...] = ()
+    must_not: tuple[Example, ...] = ()
+    source: str = ""
+    line: int = 0
+    compiled: tuple[Any, ...] = field(default=(), compare=False, repr=False)
+    compiled_captures: tuple[Any, ...] = field(default=(), compare=False, repr=False)
+
+    def applies(self, env: Mapping[str, str], cwd_in_tree: bool, programs: Iterable[str]) -> bool:
+        for name, values in self.env:
+            have = env.get(name)
+            if have is None:
+                return False
+            if "*" in values:
+                if not have:
+                    return False
+            elif have not in values:
+                return False
+        if self.cwd_in_tree is not None and self.cwd_in_tree != cwd_in_tree:
+            return False
+        if self.programs and not set(self.programs) & set(programs):
+            return False
+        return True
+
+
