@@ -53,6 +53,7 @@ class Case:
 def rule_set(paths: list[str]) -> Any:
     """The rule set these paths give (see the module's docstring); UsageError when it does not
     compile."""
+    from guard.ruleset import layers as rulelayers
     from guard.ruleset import load as loader
 
     for p in paths:
@@ -60,13 +61,10 @@ def rule_set(paths: list[str]) -> Any:
             raise UsageError(f"{p}: no such file or folder")
     whole = [p for p in paths if os.path.isdir(p) and os.path.isfile(os.path.join(p, "config.yaml"))]
     if not whole:
-        layers = loader.rule_layers(tuple(paths), None)
+        layers = rulelayers.rule_layers(tuple(paths), None)
     else:
-        base = Path(whole[0])
-        files = (base / "config.yaml", *sorted((base / "programs").glob("*.yaml")),
-                 *sorted((base / "commands").glob("*.yaml")))
-        layers = [loader.Layer(str(base), files, True)]
-        layers += loader.rule_layers(tuple(p for p in paths if p != whole[0]), None)[1:]
+        layers = [rulelayers.tree_layer(Path(whole[0]), whole[0])]
+        layers += rulelayers.rule_layers(tuple(p for p in paths if p != whole[0]), None)[1:]
     rs = loader.compile_layers(layers)
     if rs.errors:
         raise UsageError(f"{' '.join(paths) or 'the shipped rules'}: {rs.errors[0]}")

@@ -173,6 +173,8 @@ def annotation_problems(doc: Doc, index: int, item: Mapping[str, Any], tools: Ma
         v = item.get(name)
         many = isinstance(v, list)
         for j, pat in enumerate(v if many else [] if v is None else [v]):
+            if not isinstance(pat, str):
+                continue  # the schema's to report
             try:
                 rx = compile_pattern(pat)
             except ValueError as e:
@@ -184,7 +186,8 @@ def annotation_problems(doc: Doc, index: int, item: Mapping[str, Any], tools: Ma
                 out.append(doc.diag((*p, name, j) if many else (*p, name), f"{json.dumps(pat)} matches an empty line, so it "
                                     "would annotate every failing command", "pattern-matches-empty"))
     msg = item.get("message")
-    if isinstance(msg, str) and not any(d.kind == "bad-pattern" for d in out):
+    if isinstance(msg, str) and not any(d.kind == "bad-pattern" for d in out) \
+            and all(isinstance(x, str) for k in ("pattern", "capture") for x in _as_list(item.get(k))):
         prob = template_problem(msg, (*sorted(groups), *ANNOTATION_DERIVED))
         if prob:
             out.append(doc.diag((*p, "message"), prob[1], prob[0]))
@@ -194,9 +197,13 @@ def annotation_problems(doc: Doc, index: int, item: Mapping[str, Any], tools: Ma
         out.append(doc.diag((*p, "tool"), f"unknown tool {tool!r} (not in the config's tools){hint}", "unknown-tool"))
     sup = item.get("supersedes")
     if ids is not None:
-        for j, other in enumerate(sup if isinstance(sup, list) else [] if sup is None else [sup]):
-            if other not in ids:
+        for j, other in enumerate(_as_list(sup)):
+            if isinstance(other, str) and other not in ids:
                 where_ = (*p, "supersedes", j) if isinstance(sup, list) else (*p, "supersedes")
                 out.append(doc.diag(where_, f"no annotation {other!r} to supersede{did_you_mean(other, ids)}",
                                     "unknown-id"))
     return out
+
+
+def _as_list(v: Any) -> list[Any]:
+    return [] if v is None else v if isinstance(v, list) else [v]

@@ -53,7 +53,7 @@ def compile_files(layers: list[Layer], *, examples: str = "all", skip: frozenset
     config: dict[str, Any] = {}
     programs: dict[str, dict[str, Any]] = {}
     entries: list[Entry] = []
-    found_ann: list[tuple[Doc, int, dict[str, Any]]] = []
+    found_ann: list[tuple[Doc, int, dict[str, Any], bool]] = []
     notes: list[str] = []
     digest = hashlib.sha256()
     ordered: list[Doc] = []
@@ -87,8 +87,8 @@ def compile_files(layers: list[Layer], *, examples: str = "all", skip: frozenset
                             programs[str(name)] = {k: v for k, v in spec.items() if k not in ("program", "description")}
             items = doc.data.get("annotations")
             if isinstance(items, list) and ("annotations",) not in bad:
-                found_ann += [(doc, i, a) for i, a in enumerate(items)
-                              if isinstance(a, dict) and ("annotations", i) not in bad]
+                found_ann += [(doc, i, a, ("annotations", i) not in bad) for i, a in enumerate(items)
+                              if isinstance(a, dict)]
             rules = doc.data.get("rules")
             if isinstance(rules, list):
                 for i, r in enumerate(rules):
@@ -175,19 +175,20 @@ def compile_for_load(layers: list[Layer]) -> RuleSet:
 # =========================================================================== stderr rules
 
 
-def _annotations(found: list[tuple[Doc, int, dict[str, Any]]], tools: Mapping[str, Any],
+def _annotations(found: list[tuple[Doc, int, dict[str, Any], bool]], tools: Mapping[str, Any],
                  diags: list[Diagnostic]) -> list[dict[str, Any]]:
     """The annotation rules of every layer, checked as the annotator checks them (and against the
-    config's tools and the ids in effect); their mistakes join ``diags``."""
+    config's tools and the ids in effect); their mistakes join ``diags``. One the schema already
+    rejected is still checked, so one pass shows every mistake, but not kept."""
     from guard.ruleset.annotations import runtime_dict
 
-    ids = frozenset(str(a.get("id")) for _, _, a in found)
+    ids = frozenset(str(a.get("id")) for _, _, a, _ in found)
     out: list[dict[str, Any]] = []
     seen: dict[str, str] = {}
-    for doc, i, item in found:
+    for doc, i, item, valid in found:
         mistakes = annotation_problems(doc, i, item, tools, ids)
         diags.extend(mistakes)
-        if any(d.severity == "error" for d in mistakes):
+        if not valid or any(d.severity == "error" for d in mistakes):
             continue
         where_ = f"{doc.name}:{doc.at(('annotations', i))[0]}"
         if item["id"] in seen:

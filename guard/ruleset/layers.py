@@ -30,14 +30,18 @@ class Layer:
     shipped: bool = False
 
 
+def tree_layer(base: Path, name: str) -> Layer:
+    """A whole rule tree laid out as the shipped one (config.yaml, programs/, commands/, stderr/)."""
+    return Layer(name, (base / "config.yaml", *(f for sub in ("programs", "commands", "stderr")
+                                               for f in sorted((base / sub).glob("*.yaml")))), True)
+
+
 def rule_layers(extra: tuple[str, ...], config_path: str | None) -> list[Layer]:
     """The layers in order: shipped rules, each GUARD_RULES entry, the config file."""
     from pathlib import Path
 
     base = shipped_rules_dir()
-    layers = [Layer("rules/", (base / "config.yaml", *sorted((base / "programs").glob("*.yaml")),
-                               *sorted((base / "commands").glob("*.yaml")),
-                               *sorted((base / "stderr").glob("*.yaml"))), True)]
+    layers = [tree_layer(base, "rules/")]
     for p in extra:
         path = Path(p)
         if path.is_dir():

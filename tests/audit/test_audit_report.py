@@ -464,42 +464,34 @@ def test_csv_shape(fleet: Path, capsysbinary: pytest.CaptureFixture[bytes], tmp_
     assert row["command"].startswith("'=") and row["agent"] == "'+cmd" and row["via"] == "a > b"
 
 
-def test_rule_ids_come_from_guard_policy_when_it_can_tell(
-    monkeypatch: pytest.MonkeyPatch, capsys: pytest.CaptureFixture[str]
+def test_rule_ids_are_the_refusing_rules_and_annotations_of_the_rule_set_in_force(
+    tmp_path: Path, monkeypatch: pytest.MonkeyPatch, capsys: pytest.CaptureFixture[str]
 ) -> None:
-    import types
-
-    import guard
+    """A user layer's refusing rule and annotation can fire (they are listed); its allow rule never
+    writes a record (it is not); a broken layer degrades to None, and says nothing."""
+    mine = tmp_path / "mine.yaml"
+    mine.write_text(
+        "rules:\n"
+        "  - id: no-terraform\n    category: mutate\n    message: 'Refused: {what}.'\n"
+        "    match: {program: terraform}\n"
+        "  - id: lets-ls\n    verdict: allow\n    match: {program: ls}\n"
+        "annotations:\n"
+        "  - id: tf-locked\n    pattern: 'Error acquiring the state lock'\n    message: 'the state is locked'\n"
+    )
+    monkeypatch.setenv("XDG_CACHE_HOME", str(tmp_path / "cache"))
+    monkeypatch.setenv("GUARD_RULES", str(mine))
     from guard.audit import ruleset
+    from guard.ruleset import load
 
-    fake = types.ModuleType("guard.policy")
-
-    class RuleSet:
-        rules = [
-            {"id": "git-push"},
-            {"id": "git-init"},
-            {"other": 1},
-            {"id": "git-outside", "verdict": "allow"},
-        ]
-        programs: dict = {}
-
-    def load(ctx: object) -> RuleSet:
-        print("a rule loader warning", file=sys.stderr)
-        return RuleSet()
-
-    fake.load = load  # type: ignore[attr-defined]
-    monkeypatch.setitem(sys.modules, "guard.policy", fake)
-    monkeypatch.setitem(sys.modules, "guard.act.annotate", None)  # no stderr rules in this test
-    monkeypatch.setattr(guard, "policy", fake, raising=False)
+    load.forget()
     ruleset._rule_set.cache_clear()
     try:
-        assert REAL_POLICY_RULE_IDS() == ["git-init", "git-push"]
-
-        def broken(ctx: object) -> RuleSet:
-            raise RuntimeError("rules half-written")
-
-        fake.load = broken  # type: ignore[attr-defined]
+        ids = REAL_POLICY_RULE_IDS()
+        assert ids is not None and {"no-terraform", "tf-locked", "git-push", "git-terminal-prompts-disabled"} <= set(ids)
+        assert "lets-ls" not in ids and ids == sorted(ids)
+        load.forget()
         ruleset._rule_set.cache_clear()
+        monkeypatch.setattr(load, "load_for", lambda ctx: 1 / 0)
         assert REAL_POLICY_RULE_IDS() is None  # degrade: the report says "unknown"
         assert capsys.readouterr().err == ""  # the loader's warnings are not the report's
     finally:

@@ -447,3 +447,75 @@ def test_cli_lint_covers_both_kinds_in_one_file(tmp_path, capsys):
     assert rcli.main(["lint", str(f)]) == 1
     out = capsys.readouterr().out
     assert "rules[0].tool" in out and "annotations[0].message" in out
+
+
+SEVEN = """\
+rules:
+  - id: tf-apply
+    category: mutat
+    tool: deploy_pipline
+    message: "Refused: {wat}."
+    match: {program: terraform, subcomand: apply}
+annotations:
+  - id: tf-lock
+    pattern: "(a)\\\\1"
+    mesage: "the state is locked"
+  - id: tf-other
+    pattern: "lock (?P<who>\\\\S+)"
+    message: "locked by {whom}"
+    supersedes: [tf-lok]
+"""
+
+
+def test_nine_mistakes_of_both_kinds_are_reported_in_one_pass_with_positions_and_suggestions(tmp_path, capsys):
+    """One lint run names every mistake of a file, command rules and annotations alike, each as
+    file:line:column: field: … (with a did-you-mean where one is close), then counts them."""
+    f = tmp_path / "seven.yaml"
+    f.write_text(SEVEN)
+    assert rcli.main(["lint", str(f)]) == 1
+    out = capsys.readouterr().out.splitlines()
+    mine = [line for line in out if line.startswith(f"{f}:")]
+    fields = [line.split(": ", 2)[1] for line in mine]
+    assert sorted(fields) == sorted([
+        "rules[0].category", "rules[0].tool", "rules[0].message", "rules[0].match.subcomand",
+        "annotations[0].message", "annotations[0].pattern", "annotations[0].mesage", "annotations[1].message",
+        "annotations[1].supersedes[0]",
+    ]), out
+    assert all(re.match(rf"{re.escape(str(f))}:\d+:\d+: ", line) for line in mine)
+    text = "\n".join(mine)
+    for hint in ("did you mean 'mutate'", "did you mean 'subcommand'", "did you mean 'message'", "{wat}",
+                 "{whom}", "did you mean 'tf-lock'", "invalid escape sequence"):
+        assert hint in text, (hint, text)
+    assert out[-1] == "9 mistakes in the rules"
+
+
+def test_lint_says_whether_a_config_list_was_replaced_or_extended(tmp_path, capsys):
+    f = tmp_path / "cfg.yaml"
+    f.write_text("config:\n  token_vars: [ACME_TOKEN]\n")
+    assert rcli.main(["lint", str(f)]) == 0
+    out = capsys.readouterr().out
+    assert f"{f}: config token_vars: replaced (" in out and "write token_vars+: to add to them" in out
+    f.write_text("config:\n  token_vars+: [ACME_TOKEN]\n")
+    assert rcli.main(["lint", str(f)]) == 0
+    out = capsys.readouterr().out
+    assert f"{f}: config token_vars: extended (" in out and "+ 1 added)" in out
+
+
+def test_an_example_another_rule_hides_fails_against_the_rule_alone(tmp_path):
+    """An allow example that passes in the effective set only because an allow rule exempts it
+    still shows that the rule alone is too broad."""
+    diags = lint(tmp_path, """\
+        rules:
+          - id: no-make
+            category: mutate
+            message: "Refused: {what}."
+            match: {program: make}
+            examples:
+              refuse: ["make install"]
+              allow: ["make -n install"]
+          - id: dry-make
+            verdict: allow
+            match: {program: make, flags_any: [-n]}
+        """)
+    fails = [d for d in diags if d.kind == "example-allow"]
+    assert len(fails) == 1 and "alone" in fails[0].message and "no-make" in fails[0].message, diags
