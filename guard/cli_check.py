@@ -222,6 +222,9 @@ def _worker(ctx: Context, ns: argparse.Namespace) -> budget.Worker:
     from guard.engine import analyze
 
     analyze("true", ctx)  # load the rules once: every worker is forked warm
+    from guard import parse
+
+    parse.warm()  # and with the grammar mapped, outside the workers' memory budget
     return budget.Worker(lambda line: _handle_line(line, ctx), ns.time_budget, int(ns.memory_budget))
 
 

@@ -65,6 +65,8 @@ def parse_at(src: str, base: int = 0, depth: int = 0) -> Script:
         return treesitter.lower(src, base, depth)
     except treesitter.OverBudget as exc:
         return Script(None, src, "none", error=f"input too costly to analyse ({exc})")
+    except MemoryError:
+        raise  # the caller's memory budget ran out: no other parser will fit in it either
     except Exception as exc:  # noqa: BLE001 - any failure means "try the next parser"
         errors.append(_describe("tree-sitter", exc))
     if len(src) <= MAX_BASHLEX:
@@ -87,8 +89,15 @@ def parse_at(src: str, base: int = 0, depth: int = 0) -> Script:
         return Script(None, src, "none", error=f"{reason}; {_describe('scan', exc)}")
 
 
+def warm() -> None:
+    """Load the grammar now (its shared library is mapped once per process), so a worker forked
+    after this under a memory budget does not spend the budget on it."""
+    treesitter.get_parser()
+
+
 def parse(src: str) -> Script:
-    """The IR of the shell command ``src``. Never raises."""
+    """The IR of the shell command ``src``. Never raises, except ``MemoryError``: that is the
+    caller's memory budget running out, and the caller's to report."""
     try:
         if not isinstance(src, str):
             src = str(src, "utf-8", "replace") if isinstance(src, bytes | bytearray) else str(src)
@@ -97,6 +106,8 @@ def parse(src: str) -> Script:
         return Script(None, "", "none", error=f"unreadable input: {type(exc).__name__}")
     try:
         return parse_at(src)
+    except MemoryError:
+        raise
     except Exception as exc:  # noqa: BLE001 - the contract is "never raises"
         return Script(None, src, "none", error=_describe("parse", exc))
 
