@@ -27,7 +27,7 @@ def effective_context(ctx: Context, rs: RuleSet) -> Context:
 
 def world_of(ctx: Context, rs: RuleSet) -> World:
     d = derived(rs)
-    return World(trees=ctx.trees, env=ctx.env, forges=d.forges, token_vars=d.token_vars,
+    return World(trees=ctx.trees, env=ctx.env, forges=d.forges, token_vars=d.token_vars, token_prefixes=d.token_prefixes,
                  programs=d.programs, named=d.named, read_all=d.read_all)
 
 

@@ -37,6 +37,7 @@ class World:
     env: Mapping[str, str]
     forges: tuple[Forge, ...]
     token_vars: frozenset[str]
+    token_prefixes: re.Pattern[str] | None  # config token_prefixes, each letter also as a [class] holding it
     programs: Mapping[str, Spec]
     named: frozenset[str]  # programs some rule names
     read_all: bool = False  # a rule naming no program wants args or flags: read every program's
@@ -447,7 +448,6 @@ def http_facts(inv: Invocation, meaning: str, world: World) -> dict:
 # ----------------------------------------------------------------------------- tokens
 
 TOKENISH = re.compile(r"token|\btok|secret|github|\bgh|pat\b|_pat|key|auth|cred|passw", re.I)
-TOKEN_PATTERNS = re.compile(r"gh[pousr]_|gh\[[a-z]+\]_|github_pat_")
 SEARCHERS = frozenset({"grep", "egrep", "fgrep", "rg", "ag", "ack", "awk", "gawk", "sed", "findstr", "sort", "jq"})
 ENV_DUMPERS = frozenset({"env", "printenv", "set", "export", "declare", "typeset", "compgen"})
 CRED_RE = re.compile(
@@ -492,7 +492,7 @@ def token_facts(inv: Invocation, world: World) -> dict:
         if CRED_HINT.search("\n".join(operands)) and any(_is_cred_store(a, inv.cwd, world) for a in operands):
             facts["cred_store"] = True
     if prog in SEARCHERS or (prog == "git" and "grep" in args[:3]):
-        if any(TOKEN_PATTERNS.search(a) for a in args):
+        if world.token_prefixes is not None and any(world.token_prefixes.search(a) for a in args):
             facts["token_grep"] = True
         elif any("oauth_token" in a for a in args) and any(
                 paths.join(inv.cwd, a, world.home).rstrip("/") in (world.home.rstrip("/"), world.home.rstrip("/") + "/.config")

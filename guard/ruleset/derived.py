@@ -12,7 +12,8 @@ from guard.ruleset.model import RuleSet, per_set
 
 TYPE_CHECKING = False
 if TYPE_CHECKING:
-    from collections.abc import Mapping
+    import re
+    from collections.abc import Iterable, Mapping
     from typing import Any
 
     from guard.policy.facts import Forge
@@ -22,7 +23,7 @@ if TYPE_CHECKING:
 class Derived:
     """What the stages read from ``rs`` (see the module's docstring)."""
 
-    __slots__ = ("rs", "forges", "token_vars", "programs", "named", "read_all", "precheck", "categories",
+    __slots__ = ("rs", "forges", "token_vars", "token_prefixes", "programs", "named", "read_all", "precheck", "categories",
                  "writes", "default_exempt", "trees")
 
     def __init__(self, rs: RuleSet) -> None:
@@ -31,6 +32,7 @@ class Derived:
         self.rs = rs
         self.forges: tuple[Forge, ...] = forges_of(rs.config)
         self.token_vars = frozenset(rs.config.get("token_vars") or ())
+        self.token_prefixes = prefix_search(rs.config.get("token_prefixes") or ())
         self.programs: Mapping[str, Spec] = compile_specs(rs.programs)
         self.named = frozenset(p for r in rs.rules for p in _as_list((r.get("match") or {}).get("program")))
         self.read_all = any("program" not in (r.get("match") or {}) and not READER_FACTS.isdisjoint(r.get("match") or {})
@@ -62,6 +64,16 @@ def forges_of(config: Mapping[str, Any]) -> tuple[Forge, ...]:
         out.append(Forge(name, tuple(h.lower() for h in hosts), tuple(f.get("api_paths") or ()),
                          tuple(f.get("token_paths") or ())))
     return tuple(out)
+
+
+def prefix_search(prefixes: Iterable[str]) -> re.Pattern[str] | None:
+    """One pattern finding any of ``prefixes`` in a word, literally or as a search pattern would
+    write it: each character may also be a ``[...]`` class holding it (``gh[pousr]_`` for ghp_)."""
+    import re
+
+    alts = ["".join(f"(?:{re.escape(c)}|\\[[^\\]]*{re.escape(c)}[^\\]]*\\])" if c.isalnum() else re.escape(c) for c in p)
+            for p in sorted(set(prefixes), key=len, reverse=True) if p]
+    return re.compile("|".join(alts)) if alts else None
 
 
 def _as_list(v: object) -> list:
