@@ -17,7 +17,8 @@ from guard.ir import UNKNOWN
 
 MAX_LINES = 200
 
-_EXEC = re.compile(r"^\s*(?:(\d+|\$|/[^/]*/)(?:\s*,\s*(\d+|\$|/[^/]*/))?)?\s*(!?)\s*e(?:\s+(.*)|\s*)$")
+# GNU sed skips the blanks after ``e``, and needs none: ``1e./q.sh`` runs ./q.sh.
+_EXEC = re.compile(r"^\s*(?:(\d+|\$|/[^/]*/)(?:\s*,\s*(\d+|\$|/[^/]*/))?)?\s*(!?)\s*e(?:\s*(\S.*)|\s*)$")
 _SUBST = re.compile(r"^\s*(?:(\d+|\$|/[^/]*/)\s*)?s(.)")
 
 

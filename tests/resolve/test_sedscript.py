@@ -72,3 +72,17 @@ def test_unknown_input() -> None:
     assert sed_commands(("sed", "1e git push", "f"), None) == [("sed e", "git push")]
     assert sed_commands(("sed", "s/a/git push/", "f"), None) == []
     assert sed_commands(("sed", "s/x/git push/e", "f"), "x\n") == [("sed s///e", None)], "reads f, not stdin"
+
+
+@pytest.mark.skipif(not GNU, reason="GNU sed not installed")
+def test_e_needs_no_blank_before_its_command(tmp_path) -> None:
+    """``1e./q.sh`` runs ./q.sh in GNU sed (it skips blanks after e but needs none)."""
+
+    q = tmp_path / "q.sh"
+    q.write_text("#!/bin/sh\necho RAN\n")
+    q.chmod(0o755)
+    (tmp_path / "data.txt").write_text("x\n")
+    out = subprocess.run([SED, "-n", "1e./q.sh", "data.txt"], cwd=tmp_path, capture_output=True, text=True)
+    assert out.stdout == "RAN\n"
+    assert sed_commands(("sed", "-n", "1e./q.sh", "data.txt"), None) == [("sed e", "./q.sh")]
+    assert sed_commands(("sed", "-n", "1e ./q.sh", "data.txt"), None) == [("sed e", "./q.sh")]
