@@ -11,6 +11,7 @@ import guard.resolve.sourced as sourced
 from guard import paths
 from guard.ir import UNKNOWN, Invocation
 from guard.resolve.inline import analyze_inline, interpreter_lang  # not an import per command
+from guard.resolve.projects import parse_makefile
 from guard.resolve.sedscript import sed_commands
 from guard.resolve.state import Frame, State
 from guard.resolve.state import home_of as _home
@@ -304,10 +305,10 @@ def commands_read(argv: tuple[str, ...], st: State, cwd: str, stdin: str | None)
                 texts.append(a.split("=", 1)[1])
             elif a == "--eval" and k + 1 < len(argv):
                 texts.append(argv[k + 1])
-        for text in texts:
-            for line in text.split("\n"):
-                if line.startswith("\t") and line.strip():
-                    out.append((f"{prog} recipe", line.strip().lstrip("@+-")))
+        for text in texts:  # read as any makefile is: every rule's recipe may run
+            rules, _ = parse_makefile(text)
+            out.extend((f"{prog} recipe", line.strip()) for _, recipe in rules.values() for _, line in recipe
+                       if line.strip())
         return out
     lines: list[str] = []
     for k, a in enumerate(argv[1:], start=1):

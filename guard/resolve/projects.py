@@ -112,7 +112,7 @@ def make_recipes(argv: tuple[str, ...], cwd: str, limit: int = 200) -> list[tupl
     text = _read(path)
     if text is None:
         return None
-    rules, first = _parse_makefile(text)
+    rules, first = parse_makefile(text)
     if not rules:
         return None
     out: list[tuple[str, str]] = []
@@ -133,7 +133,9 @@ def make_recipes(argv: tuple[str, ...], cwd: str, limit: int = 200) -> list[tupl
     return out
 
 
-def _parse_makefile(text: str) -> tuple[dict[str, tuple[list[str], list[tuple[int, str]]]], str | None]:
+def parse_makefile(text: str) -> tuple[dict[str, tuple[list[str], list[tuple[int, str]]]], str | None]:
+    """Each rule's prerequisites and recipe lines (tab-led, or after ``;`` on the rule's line),
+    by target; and the default target."""
     rules: dict[str, tuple[list[str], list[tuple[int, str]]]] = {}
     current: list[str] = []
     first = None
@@ -158,6 +160,12 @@ def _parse_makefile(text: str) -> tuple[dict[str, tuple[list[str], list[tuple[in
                 rules.setdefault(t, ([], []))[0].extend(prereqs)
                 if first is None and not t.startswith(".") and "%" not in t:
                     first = t
+            rest = line[m.end():].lstrip()
+            if rest.startswith(";") and rest[1:].strip():  # "targets: prereqs ; recipe" on one line
+                body = _expand_vars(rest[1:].lstrip("@-+ \t"), variables)
+                for t in names:
+                    if t in rules:
+                        rules[t][1].append((n, body.replace("$$", "$")))
         else:
             current = []
     return rules, first
