@@ -105,7 +105,16 @@ def plain_command(args: "Sequence[str]", env: dict[bytes, bytes]) -> bool:
     # the whole environment, as guard.shell passes it: the pre-check may read more than the
     # exported functions (which rule layers are in force, for one)
     strenv = {k.decode("utf-8", "surrogateescape"): v.decode("utf-8", "surrogateescape") for k, v in env.items()}
-    return bool(trivially_allowed(text, env=strenv, shadowed=()))
+    if trivially_allowed(text, env=strenv, shadowed=()):
+        return True
+    global not_plain
+    not_plain = text
+    return False
+
+
+# The command text the pre-check refused here, with nothing shadowed: guard.shell need not ask it
+# again (shadowing more names cannot make it plain).
+not_plain: str | None = None
 
 
 def real_shell(env: dict[bytes, bytes]) -> bytes:

@@ -19,6 +19,7 @@ try:  # the C module: `signal` itself imports enum (~3 ms), paid on every comman
 except ImportError:  # pragma: no cover - other Pythons
     import signal  # type: ignore[no-redef]
 
+from guard import launch as launcher
 from guard.launch import original_environ
 from guard.shell_args import ShellArgs, parse_args
 from guard.shell_decide import (
@@ -314,7 +315,8 @@ def served_decision(args: list[str], text: str, cwd: str | None, parsed: ShellAr
         return None
     try:
         functions = exported_functions(os.environ)
-        if not startup_texts(parsed, os.environ) and passes_precheck(text, os.environ, None, functions):
+        if (text != launcher.not_plain and not startup_texts(parsed, os.environ)
+                and passes_precheck(text, os.environ, None, functions)):
             return Decision("run", plain=True)
         from guard.serve import client
 

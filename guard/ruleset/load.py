@@ -103,21 +103,56 @@ def load_for(ctx: Context) -> RuleSet:
     if rs is None:
         from guard.ruleset import derived
 
+        settled = _settled_before()
         at = derived.stamp(ctx.rule_paths, ctx.config_path)
-        rs = _loaded[key] = load(ctx.rule_paths, ctx.config_path)
+        rs = _unchanged(key, at)
+        if rs is None:
+            rs = load(ctx.rule_paths, ctx.config_path)
+            if not rs.errors and not rs.fallback:  # a broken set is said anew by each load
+                _stamped[key] = (at, settled, rs)
         derived.remember_plan(ctx.rule_paths, ctx.config_path, at, derived.derived(rs).precheck)
+        _loaded[key] = rs
     if rs.errors and not _warned:
         _warned = True
         warn_once(rs)
     return rs
 
 
-def forget() -> None:
+# What ``load_for`` loaded, with the files' stamp (name, size, mtime of each rule file and folder)
+# taken before the load, and the time (before the stamp) before which an mtime counts as settled.
+_stamped: dict[tuple, tuple[tuple | None, int, RuleSet]] = {}
+RACY_NS = 2_000_000_000  # mtimes are coarse (a clock tick): a file this recent may change unseen
+
+
+def _settled_before() -> int:
+    import time
+
+    return time.time_ns() - RACY_NS
+
+
+def _unchanged(key: tuple, at: tuple | None) -> RuleSet | None:
+    """The set ``load_for`` loaded for ``key`` before, when no rule file changed since: the same
+    stamp, and every mtime older than the load by more than the clock's granularity (git's rule
+    for a racily clean index entry: a file written in the same tick as the load, at the same size,
+    would keep its stamp, so such a file is read again)."""
+    seen = _stamped.get(key)
+    if at is None or seen is None or seen[0] != at:
+        return None
+    settled = seen[1]
+    if any(entry[2] >= settled for entry in at):
+        return None
+    return seen[2]
+
+
+def forget(keep_unchanged: bool = False) -> None:
     """Drop what ``load_for`` keeps per process (the loaded rule sets, the warned-once flags), so
-    the next load re-reads the rule files as a fresh process would: for a long-lived caller (the
-    analysis server) whose rule files may change between commands. The content-keyed ``_memo``
-    stays: it cannot go stale."""
+    the next load looks at the rule files again, as a fresh process would: for a long-lived caller
+    (the analysis server) whose rule files may change between commands. With ``keep_unchanged``
+    a set whose files' stamp is unchanged (and settled) is reused without reading them. The
+    content-keyed ``_memo`` stays: it cannot go stale."""
     global _warned
+    if not keep_unchanged:
+        _stamped.clear()
     _said.clear()
     _loaded.clear()
     _warned = False

@@ -56,6 +56,9 @@ WARM_UP = (
     "x=$(( 1 + 2 )); [[ $x == 3 ]] && echo ok; case $x in 3) : ;; esac",
 )
 
+# An agent host's wrapper (Claude Code's, guard/hostwrap.py), unwrapped once for the children.
+WRAPPED = "source /tmp/snapshot.sh && eval 'git status' \\< /dev/null && pwd -P >| /tmp/cwd"
+
 
 def code_files(package: str) -> list[str]:
     out = []
@@ -87,7 +90,7 @@ def warm_up() -> None:
     change while the server lives) and freeze the heap so forked children share it."""
     import ctypes  # noqa: F401 - each worker sets its parent-death signal with it
 
-    from guard import precheck, shell  # noqa: F401 - loaded for the children
+    from guard import hostwrap, precheck, shell  # noqa: F401 - loaded for the children
     from guard.audit import log  # noqa: F401
     from guard.context import Context
     from guard.engine import analyze
@@ -98,6 +101,7 @@ def warm_up() -> None:
             analyze(command, ctx)
         except Exception:  # noqa: BLE001 - a warm-up failure only costs speed
             pass
+    hostwrap.unwrap(WRAPPED)
     try:
         from guard.parse import bashlex_fallback
 
@@ -134,7 +138,7 @@ def forget() -> None:
         clear()
     from guard.ruleset import load
 
-    load.forget()  # the rule set is re-read (content-keyed) as a fresh process would
+    load.forget(keep_unchanged=True)  # the rule files are looked at again, as a fresh process would
 
 
 def serve_one(conn: socket.socket) -> None:

@@ -17,3 +17,4 @@ def isolated_rules(tmp_path, monkeypatch):
     monkeypatch.setattr(loader, "_memo", {})
     monkeypatch.setattr(loader, "_warned", False)
     monkeypatch.setattr(loader, "_loaded", {})
+    monkeypatch.setattr(loader, "_stamped", {})

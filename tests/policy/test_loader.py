@@ -250,3 +250,81 @@ def test_a_crash_after_a_good_load_answers_with_the_last_good_set(tmp_path, monk
     rs = loader.load((str(f.parent),))
     assert "lfs-push" in ids(rs) and rs.errors == []
     assert "ZeroDivisionError" in capfd.readouterr().err
+
+
+# --------------------------------------------------------------------------- reuse in a server
+
+
+HOUR_AGO_NS = 3600 * 10**9
+
+
+def _settled(path: Path) -> int:
+    """Give ``path`` an mtime an hour old (a file nobody has touched lately); returns it."""
+    old = os.stat(path).st_mtime_ns - HOUR_AGO_NS
+    os.utime(path, ns=(old, old))
+    return old
+
+
+def _lfs_ctx(mine: Path) -> Context:
+    return Context(cwd="/workspace/app", trees=("/workspace",), env={"HOME": "/root"}, rule_paths=(str(mine),))
+
+
+def _counting_loads(monkeypatch) -> list[int]:
+    calls: list[int] = []
+    real = loader.load
+
+    def counted(*a, **k):
+        calls.append(1)
+        return real(*a, **k)
+
+    monkeypatch.setattr(loader, "load", counted)
+    return calls
+
+
+def test_a_settled_unchanged_rule_set_is_reused_after_forget_without_reading_the_files(tmp_path, monkeypatch) -> None:
+    mine = write(tmp_path / "lfs.yaml", LFS)
+    _settled(mine)
+    ctx = _lfs_ctx(mine)
+    first = loader.load_for(ctx)
+    calls = _counting_loads(monkeypatch)
+    loader.forget(keep_unchanged=True)
+    assert loader.load_for(ctx) is first and calls == []
+    assert analyze("git lfs push origin feature", ctx).rule == "lfs-push"
+    loader.forget()  # a plain forget is a fresh process: the files are read again
+    loader.load_for(ctx)
+    assert calls == [1]
+
+
+def test_an_edited_settled_rule_file_is_read_again(tmp_path, monkeypatch) -> None:
+    mine = write(tmp_path / "lfs.yaml", LFS)
+    _settled(mine)
+    ctx = _lfs_ctx(mine)
+    assert analyze("git lfs push origin feature", ctx).rule == "lfs-push"
+    mine.write_text(textwrap.dedent(LFS).replace("enabled: false", "").replace("id: lfs-push", "id: lfs-pushed"))
+    loader.forget(keep_unchanged=True)
+    assert analyze("git lfs push origin feature", ctx).rule == "lfs-pushed"
+
+
+def test_a_recently_written_file_is_read_again_even_when_its_stamp_is_the_same(tmp_path, monkeypatch) -> None:
+    """git's racy-clean rule: an edit in the same clock tick, at the same size, keeps the stamp,
+    so a file whose mtime is this recent is never trusted on its stamp alone."""
+    mine = write(tmp_path / "lfs.yaml", LFS)
+    ctx = _lfs_ctx(mine)
+    assert analyze("git lfs push origin feature", ctx).rule == "lfs-push"
+    st = os.stat(mine)
+    mine.write_text(textwrap.dedent(LFS).replace("id: lfs-push", "id: lfs-pusk"))  # same size
+    os.utime(mine, ns=(st.st_atime_ns, st.st_mtime_ns))  # and the same mtime: the stamp is unchanged
+    assert os.stat(mine).st_size == st.st_size
+    loader.forget(keep_unchanged=True)
+    assert analyze("git lfs push origin feature", ctx).rule == "lfs-pusk"
+
+
+def test_a_broken_set_is_never_reused_so_its_warning_is_said_by_each_load(tmp_path, monkeypatch) -> None:
+    mine = write(tmp_path / "broken.yaml", "rules:\n  - id: x\n    categry: publish\n")
+    _settled(mine)
+    ctx = _lfs_ctx(mine)
+    loader.load_for(ctx)
+    calls = _counting_loads(monkeypatch)
+    loader.forget(keep_unchanged=True)
+    loader.load_for(ctx)
+    assert calls  # read again (and the shipped rules behind it)

@@ -377,6 +377,26 @@ def test_an_edited_rule_file_is_read_afresh_by_the_next_request(sock: str, tmp_p
     assert (ask("frab x", "/tmp", env) or (b"",))[0] == b"refuse"
 
 
+def test_a_rule_file_unchanged_for_long_is_reused_and_its_edit_still_seen(sock: str, tmp_path: Path) -> None:
+    """Workers reuse the server's rule set while the files' stamps hold (no re-read per request);
+    an edit of a file that had been settled for an hour is seen by the next request."""
+    mine = tmp_path / "mine.yaml"
+    rule = ("rules:\n  - id: no-frob\n    category: publish\n"
+            "    message: \"Refused: {what}. It publishes; use the tools.\"\n"
+            "    match: {program: %s}\n")
+    mine.write_text(rule % "frob")
+    old = mine.stat().st_mtime_ns - 3600 * 10**9
+    os.utime(mine, ns=(old, old))
+    env = {"PATH": "/usr/bin:/bin", "HOME": str(tmp_path), "GUARD_TREE": str(tmp_path / "tree"),
+           "GUARD_RULES": str(mine), "XDG_CACHE_HOME": str(tmp_path / "cache")}
+    start_server(sock)
+    for _ in range(3):
+        assert (ask("frob x", "/tmp", env) or (b"",))[0] == b"refuse"
+    mine.write_text(rule % "frobnicate")
+    assert ask("frob x", "/tmp", env) == (b"run", b"")
+    assert (ask("frobnicate x", "/tmp", env) or (b"",))[0] == b"refuse"
+
+
 def test_a_caller_in_another_mount_namespace_is_not_answered(sock: str) -> None:
     start_server(sock)
     code = ("import os, sys\nfrom guard.serve import client\n"
