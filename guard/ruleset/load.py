@@ -106,7 +106,9 @@ def load_for(ctx: Context) -> RuleSet:
         settled = _settled_before()
         at = derived.stamp(ctx.rule_paths, ctx.config_path)
         rs = _unchanged(key, at)
-        if rs is None:
+        if rs is not None:
+            _reused.add(key)
+        else:
             rs = load(ctx.rule_paths, ctx.config_path)
             if not rs.errors and not rs.fallback:  # a broken set is said anew by each load
                 _stamped[key] = (at, settled, rs)
@@ -121,6 +123,7 @@ def load_for(ctx: Context) -> RuleSet:
 # What ``load_for`` loaded, with the files' stamp (name, size, mtime of each rule file and folder)
 # taken before the load, and the time (before the stamp) before which an mtime counts as settled.
 _stamped: dict[tuple, tuple[tuple | None, int, RuleSet]] = {}
+_reused: set[tuple] = set()  # the layerings load_for took from _stamped since the last forget
 RACY_NS = 2_000_000_000  # mtimes are coarse (a clock tick): a file this recent may change unseen
 
 
@@ -144,6 +147,23 @@ def _unchanged(key: tuple, at: tuple | None) -> RuleSet | None:
     return seen[2]
 
 
+def read_afresh() -> list[tuple[tuple[str, ...], str | None]]:
+    """The layerings (``GUARD_RULES`` paths, ``GUARD_CONFIG``) whose files were read since the
+    last ``forget``, rather than reused on their stamp: for the analysis server to learn from its
+    workers which layerings its callers use."""
+    return [key for key in _loaded if key not in _reused]
+
+
+def settle(rule_paths: tuple[str, ...], config_path: str | None) -> bool:
+    """Load this layering so that, while its files stay unchanged, a ``forget(keep_unchanged=True)``
+    keeps it (the server does this once per layering its callers use). True when it is kept."""
+    from guard.context import Context
+
+    key = (rule_paths, config_path)
+    load_for(Context(cwd="/", rule_paths=rule_paths, config_path=config_path))
+    return key in _stamped
+
+
 def forget(keep_unchanged: bool = False) -> None:
     """Drop what ``load_for`` keeps per process (the loaded rule sets, the warned-once flags), so
     the next load looks at the rule files again, as a fresh process would: for a long-lived caller
@@ -153,6 +173,7 @@ def forget(keep_unchanged: bool = False) -> None:
     global _warned
     if not keep_unchanged:
         _stamped.clear()
+    _reused.clear()
     _said.clear()
     _loaded.clear()
     _warned = False

@@ -210,7 +210,62 @@ def _worker(listener: socket.socket, lock_fd: int, parent: int, files: list[str]
             return STALE_EXIT  # no reply: the caller analyses in-process
         forget()
         serve_one(conn)
+    _tell_layerings()
     return 0
+
+
+# A datagram socket pair from the workers to the server: each rule layering (GUARD_RULES,
+# GUARD_CONFIG) a request had to read, one JSON datagram each. The server loads it (LEARN_MAX at
+# most), so the workers forked after that reuse it instead of reading its files on every request.
+_learn: list[socket.socket] = []
+LEARN_MAX = 16
+RETRY_SECONDS = 5.0  # a layering whose files were too fresh to keep is tried again after this
+
+
+def _tell_layerings() -> None:
+    """In a worker, after the reply: name the layerings this request had to read afresh."""
+    if not _learn:
+        return
+    import json
+
+    from guard.ruleset import load
+
+    for paths, config in load.read_afresh():
+        try:
+            _learn[1].send(json.dumps([list(paths), config]).encode("utf-8", "surrogateescape"))
+        except OSError:  # full (the server is behind) or too long: it learns from a later request
+            return
+
+
+def _take_layerings(tried: dict[tuple, float]) -> None:
+    """In the server: load each layering the workers named, unless it was tried lately (a file
+    written just now is not kept on its stamp, so it is tried again later)."""
+    import json
+
+    from guard.ruleset import load
+
+    learned = False
+    while True:
+        try:
+            message = _learn[0].recv(1 << 16)
+        except OSError:  # BlockingIOError: nothing more
+            break
+        try:
+            paths, config = json.loads(message)
+            key = (tuple(str(p) for p in paths), None if config is None else str(config))
+        except (ValueError, TypeError):
+            continue
+        now = time.monotonic()
+        if tried.get(key, 0.0) > now or (key not in tried and len(tried) >= LEARN_MAX):
+            continue
+        try:
+            kept = load.settle(*key)
+            learned = True
+        except Exception:  # noqa: BLE001 - only speed is at stake
+            kept = False
+        tried[key] = float("inf") if kept else now + RETRY_SECONDS
+    if learned:
+        forget()
 
 
 def _die_with(parent: int) -> None:
@@ -296,6 +351,13 @@ def serve(sock_path: str, lock_fd: int, files: list[str]) -> None:
     answered = 0
     stats = _open_stats(sock_path)
     try:
+        _learn[:] = socket.socketpair(socket.AF_UNIX, socket.SOCK_DGRAM)
+        for end in _learn:
+            end.setblocking(False)
+    except OSError:
+        _learn[:] = []
+    tried: dict[tuple, float] = {}
+    try:
         while True:
             while len(workers) < POOL:
                 try:
@@ -311,6 +373,8 @@ def serve(sock_path: str, lock_fd: int, files: list[str]) -> None:
             if info.si_signo == signal.SIGTERM:
                 return
             served, failed, leave = _reap(workers)
+            if served and _learn:
+                _take_layerings(tried)
             if served:
                 last_request = time.monotonic()
                 answered += served
@@ -327,6 +391,8 @@ def serve(sock_path: str, lock_fd: int, files: list[str]) -> None:
         listener.close()
         if stats >= 0:
             os.close(stats)
+        for end in _learn:
+            end.close()
         for pid in workers:
             try:
                 os.kill(pid, signal.SIGTERM)

@@ -18,3 +18,4 @@ def isolated_rules(tmp_path, monkeypatch):
     monkeypatch.setattr(loader, "_warned", False)
     monkeypatch.setattr(loader, "_loaded", {})
     monkeypatch.setattr(loader, "_stamped", {})
+    monkeypatch.setattr(loader, "_reused", set())

@@ -397,6 +397,31 @@ def test_a_rule_file_unchanged_for_long_is_reused_and_its_edit_still_seen(sock: 
     assert (ask("frobnicate x", "/tmp", env) or (b"",))[0] == b"refuse"
 
 
+def test_the_server_learns_a_callers_rule_layering_and_later_workers_reuse_it(sock: str, tmp_path: Path) -> None:
+    """A worker names the layering (GUARD_RULES) it had to read; the server loads it, and workers
+    forked after that reuse it. Shown by an edit that keeps the file's stamp (same size, mtime put
+    back): only a worker that reads the file sees it, and the fresh in-process guard does."""
+    mine = tmp_path / "mine.yaml"
+    rule = ("rules:\n  - id: no-frob\n    category: publish\n"
+            "    message: \"Refused: {what}. It publishes; use the tools.\"\n"
+            "    match: {program: %s}\n")
+    mine.write_text(rule % "frob")
+    old = mine.stat().st_mtime_ns - 3600 * 10**9
+    os.utime(mine, ns=(old, old))
+    env = {"PATH": "/usr/bin:/bin", "HOME": str(tmp_path), "GUARD_TREE": str(tmp_path / "tree"),
+           "GUARD_RULES": str(mine), "XDG_CACHE_HOME": str(tmp_path / "cache")}
+    start_server(sock, patch="server.POOL = 1")  # one waiting worker: the next is forked after learning
+    assert (ask("frob x", "/tmp", env) or (b"",))[0] == b"refuse"
+    assert (ask("frob x", "/tmp", env) or (b"",))[0] == b"refuse"
+    mine.write_text(rule % "frab")
+    os.utime(mine, ns=(old, old))
+    assert in_process("frob x", "/tmp", env) == (b"run", b"")  # a fresh process reads the edit
+    assert (ask("frob x", "/tmp", env) or (b"",))[0] == b"refuse"  # the learned set, not re-read
+    mine.write_text(rule % "frab")  # an edit that changes the stamp is seen at once
+    assert ask("frob x", "/tmp", env) == (b"run", b"")
+    assert (ask("frab x", "/tmp", env) or (b"",))[0] == b"refuse"
+
+
 def test_a_caller_in_another_mount_namespace_is_not_answered(sock: str) -> None:
     start_server(sock)
     code = ("import os, sys\nfrom guard.serve import client\n"
