@@ -377,18 +377,27 @@ def test_an_edited_rule_file_is_read_afresh_by_the_next_request(sock: str, tmp_p
     assert (ask("frab x", "/tmp", env) or (b"",))[0] == b"refuse"
 
 
-def test_a_rule_file_unchanged_for_long_is_reused_and_its_edit_still_seen(sock: str, tmp_path: Path) -> None:
-    """Workers reuse the server's rule set while the files' stamps hold (no re-read per request);
-    an edit of a file that had been settled for an hour is seen by the next request."""
+FROB_RULE = ("rules:\n  - id: no-frob\n    category: publish\n"
+             "    message: \"Refused: {what}. It publishes; use the tools.\"\n"
+             "    match: {program: %s}\n")
+
+
+def _settled_rule_file(tmp_path: Path) -> tuple[Path, str, int, dict[str, str]]:
+    """GUARD_RULES naming a rule on ``frob`` in a file untouched for an hour: (file, rule
+    template, its mtime, the caller's environment)."""
     mine = tmp_path / "mine.yaml"
-    rule = ("rules:\n  - id: no-frob\n    category: publish\n"
-            "    message: \"Refused: {what}. It publishes; use the tools.\"\n"
-            "    match: {program: %s}\n")
-    mine.write_text(rule % "frob")
+    mine.write_text(FROB_RULE % "frob")
     old = mine.stat().st_mtime_ns - 3600 * 10**9
     os.utime(mine, ns=(old, old))
     env = {"PATH": "/usr/bin:/bin", "HOME": str(tmp_path), "GUARD_TREE": str(tmp_path / "tree"),
            "GUARD_RULES": str(mine), "XDG_CACHE_HOME": str(tmp_path / "cache")}
+    return mine, FROB_RULE, old, env
+
+
+def test_a_rule_file_unchanged_for_long_is_reused_and_its_edit_still_seen(sock: str, tmp_path: Path) -> None:
+    """Workers reuse the server's rule set while the files' stamps hold (no re-read per request);
+    an edit of a file that had been settled for an hour is seen by the next request."""
+    mine, rule, old, env = _settled_rule_file(tmp_path)
     start_server(sock)
     for _ in range(3):
         assert (ask("frob x", "/tmp", env) or (b"",))[0] == b"refuse"
@@ -401,15 +410,7 @@ def test_the_server_learns_a_callers_rule_layering_and_later_workers_reuse_it(so
     """A worker names the layering (GUARD_RULES) it had to read; the server loads it, and workers
     forked after that reuse it. Shown by an edit that keeps the file's stamp (same size, mtime put
     back): only a worker that reads the file sees it, and the fresh in-process guard does."""
-    mine = tmp_path / "mine.yaml"
-    rule = ("rules:\n  - id: no-frob\n    category: publish\n"
-            "    message: \"Refused: {what}. It publishes; use the tools.\"\n"
-            "    match: {program: %s}\n")
-    mine.write_text(rule % "frob")
-    old = mine.stat().st_mtime_ns - 3600 * 10**9
-    os.utime(mine, ns=(old, old))
-    env = {"PATH": "/usr/bin:/bin", "HOME": str(tmp_path), "GUARD_TREE": str(tmp_path / "tree"),
-           "GUARD_RULES": str(mine), "XDG_CACHE_HOME": str(tmp_path / "cache")}
+    mine, rule, old, env = _settled_rule_file(tmp_path)
     start_server(sock, patch="server.POOL = 1")  # one waiting worker: the next is forked after learning
     assert (ask("frob x", "/tmp", env) or (b"",))[0] == b"refuse"
     assert (ask("frob x", "/tmp", env) or (b"",))[0] == b"refuse"
