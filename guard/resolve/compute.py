@@ -122,9 +122,12 @@ def _unescape(s: str, *, echo: bool, any_octal: bool = False) -> tuple[str, bool
 # --------------------------------------------------------------------------- echo / printf
 
 
+_ECHO_FLAGS = re.compile(r"-[neE]+")
+
+
 def _echo(args: list[str], _stdin: str | None) -> str:
     newline, escapes = True, False
-    while args and re.fullmatch(r"-[neE]+", args[0]):
+    while args and _ECHO_FLAGS.fullmatch(args[0]):
         for flag in args[0][1:]:
             if flag == "n":
                 newline = False

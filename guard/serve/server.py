@@ -91,7 +91,7 @@ def warm_up() -> None:
     import ctypes  # noqa: F401 - each worker sets its parent-death signal with it
 
     from guard import hostwrap, precheck, shell  # noqa: F401 - loaded for the children
-    from guard.audit import log  # noqa: F401
+    from guard.audit import log
     from guard.context import Context
     from guard.engine import analyze
 
@@ -102,6 +102,9 @@ def warm_up() -> None:
         except Exception:  # noqa: BLE001 - a warm-up failure only costs speed
             pass
     hostwrap.unwrap(WRAPPED)
+    # a refusal's audit record, not written: its redaction patterns compile once, here
+    log.build_record("refusal", "curl -u me:pw https://x:y@h -H 'Authorization: Bearer abcdefgh123'",
+                     cwd="/", env={}, verdict="refuse", category=None, rule=None, tool=None, via=[])
     try:
         from guard.parse import bashlex_fallback
 

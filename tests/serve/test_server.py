@@ -498,3 +498,40 @@ def test_workers_that_keep_failing_make_the_server_leave_instead_of_forking_fore
                           capture_output=True, timeout=60)
     assert proc.returncode == 0, proc.stderr
     assert not os.path.exists(sock) and client.server_pid(sock) is None
+
+
+WORKER_PROBE = r'''
+import json, os, re._compiler, sys
+from guard.serve import server
+server.warm_up()
+from guard import shell
+compiled = []
+real = re._compiler.compile
+re._compiler.compile = lambda p, flags=0: compiled.append(str(p)[:60]) or real(p, flags)
+before = set(sys.modules)
+env = {"HOME": "/root", "PATH": "/usr/bin:/bin", "GUARD_TREE": "/workspace", "GUARD_AUDIT_LOG": sys.argv[1]}
+os.dup2(os.open(os.devnull, os.O_WRONLY), 2)
+for command in json.loads(sys.argv[2]):
+    server.forget()
+    shell.guard_command(command, "/workspace/app", shell.parse_args(["-c", command]), env)
+print(json.dumps({"modules": sorted(set(sys.modules) - before), "compiled": compiled}))
+'''
+
+
+def test_a_request_imports_no_module_and_compiles_no_pattern_the_warm_up_could_have(tmp_path: Path) -> None:
+    """Whatever a request needs is loaded before the fork, refusals (their audit record and its
+    redaction) and agent hosts' wrappers included: a worker that imports or compiles pays it on
+    every request."""
+    commands = [
+        "git push origin HEAD",  # refused in the tree: the audit record is built and written
+        "git status", "python3 -c 'import os; print(os.getcwd())'",
+        'x=$(echo hi); for i in 1 2; do sh -c "echo $x $i" | cat >/dev/null; done; eval "true"',
+        "source /tmp/snap.sh && eval 'git commit -m x' \\< /dev/null && pwd -P >| /tmp/cwd",  # Claude Code's
+        "curl -H 'Authorization: token ghp_abcdefghijklmnop' https://api.github.com/repos/o/r/pulls -X POST",
+    ]
+    out = subprocess.run([sys.executable, "-I", "-c", WORKER_PROBE, str(tmp_path / "audit.jsonl"), json.dumps(commands)],
+                         cwd=REPO, capture_output=True, text=True, timeout=120)
+    assert out.returncode == 0, out.stderr
+    got = json.loads(out.stdout)
+    assert got == {"modules": [], "compiled": []}
+    assert len((tmp_path / "audit.jsonl").read_text().splitlines()) >= 3  # the refusals were logged

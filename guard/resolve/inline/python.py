@@ -34,6 +34,10 @@ MAX_EXEC_NESTING = 3  # exec("…") analysed recursively this deep
 MAX_VALUE = 100_000  # characters of a propagated constant
 MAX_FINDINGS = 1_000
 
+# Compiled at import (as the analysis server's warm-up loads this module), not at first use in a worker.
+_OPENER_OPEN = re.compile(r"^(urllib\.request|urllib2)\.build_opener\(\)\.open$")
+_CONNECTION_REQUEST = re.compile(r"^http\.client\.HTTPS?Connection\(\)\.(request|putrequest)$")
+
 
 
 
@@ -936,9 +940,7 @@ class _Analyzer:
             self.add(node, kind="http", method=method.upper() if isinstance(method, str) else UNKNOWN,
                      url=_url(url), body=body, detail=q)
             return
-        if q in {"urllib.request.urlopen", "urllib2.urlopen"} or re.match(
-            r"^(urllib\.request|urllib2)\.build_opener\(\)\.open$", q
-        ):
+        if q in {"urllib.request.urlopen", "urllib2.urlopen"} or _OPENER_OPEN.match(q):
             target = node.args[0] if node.args else None
             tr = self.ref(target, env) if target is not None else None
             if tr is not None and tr.data:
@@ -951,7 +953,7 @@ class _Analyzer:
             self.add(node, kind="http", method="POST" if has_body and body is not None else "GET",
                      url=_url(url), body=_body_text(body) if has_body else None, detail=q)
             return
-        if re.match(r"^http\.client\.HTTPS?Connection\(\)\.(request|putrequest)$", q):
+        if _CONNECTION_REQUEST.match(q):
             method = self.arg(node, 0, ("method",), env)
             path = self.arg(node, 1, ("url",), env)
             body = self.arg(node, 2, ("body",), env)
