@@ -4,14 +4,25 @@ engine, so a fleet's month (millions of records) is reported on in bounded memor
 Only ``guard audit`` imports this module (DuckDB is the optional extra ``guard[audit]``).
 
 Reading keeps the Python reader's meaning line for line (``guard.audit.read``): each file is split
-on ``\\n`` only, with its line numbers; a line DuckDB can take as it is — one JSON object, one of
-our records, its fields strings — is read in SQL, and every other line (collector envelopes,
-prefixes, batches, escapes, anything odd) is handed to ``read.records_in_line``. ``.gz`` files are
-decompressed into a work directory first, a file that is not UTF-8 is decoded there the way the
-Python reader decodes it, and standard input is spooled there. The records are then merged
-(first copy of each id, in the order the files were named) and the report's queries
-(``guard.audit.queries``) run over them; DuckDB spills to the work directory when memory runs
-short.
+on ``\\n`` only, with its line numbers. ``.gz`` files are decompressed into a work directory
+first and standard input is spooled there. Two readers share the work:
+
+- The fast one: DuckDB's ``read_json`` with our fields as typed columns reads every file, one row a
+  line, numbered in the order read. Beside it, Python counts each file's lines and marks the lines
+  where DuckDB's JSON reading and Python's part ways (a trailing comma, ``nan``/``inf`` spellings
+  Python refuses, a key written twice, an escape in a key, a NUL or surrogate escape). A row is
+  kept when its line is not marked, it is one of our records (``id``, ``ts`` and ``verdict`` or
+  ``kind`` present) and no field of ours holds what could be a number, a boolean, an object or an
+  array read as text; every other line (collector envelopes, prefixes, batches, malformed and
+  torn lines, bytes that are not UTF-8) goes to ``read.records_in_line``.
+- The exact one, for a file whose line count is not the number of rows DuckDB gave (blank lines,
+  which DuckDB skips) or whose sampled rows are not on their line, and for ``--csv`` and
+  ``--records`` (which print each record as the log holds it): each line in SQL with per-line
+  JSON functions, the odd ones in Python.
+
+The records are then merged (first copy of each id, in the order the files were named) and the
+report's queries (``guard.audit.queries``) run over them; DuckDB spills to the work directory when
+memory runs short.
 """
 
 from __future__ import annotations
@@ -29,6 +40,7 @@ from datetime import UTC, datetime
 from typing import IO, Any
 
 import duckdb
+import re2
 
 from guard.audit import queries
 from guard.audit.read import Loaded, Record, files_under, records_in_line
@@ -92,6 +104,42 @@ FROM (
   )
 )
 """
+
+# The fast reader: every line of every file as one row, numbered in the order read (the rows of
+# one file are consecutive and in its order; a blank line gives no row, a line DuckDB cannot read
+# an all-NULL one), with ``ok`` when the row is one of our records whose fields DuckDB read as
+# Python does.
+_FAST_COLUMNS = {f: "VARCHAR" for f in _FIELDS}
+_FAST = f"""
+INSERT INTO fast
+SELECT file_index AS n, row_number() OVER () AS rn, {", ".join(_FIELDS)}, guard_us(ts) AS t_us,
+       id IS NOT NULL AND ts IS NOT NULL AND (verdict IS NOT NULL OR kind IS NOT NULL) AS ok
+FROM read_json($paths, format = 'newline_delimited', records = true, ignore_errors = true, columns = $columns)
+"""
+
+_CREATE_FAST = f"""
+CREATE TABLE fast (n INTEGER, rn BIGINT, {", ".join(f"{f} VARCHAR" for f in _FIELDS)}, t_us BIGINT, ok BOOLEAN)
+"""
+
+# Where DuckDB's JSON reader and Python's part ways on a line DuckDB reads (those it cannot read
+# come out NULL and go to Python anyway): a trailing comma, which DuckDB takes and Python does
+# not; nan and inf, which DuckDB takes in any case and Python only as NaN and Infinity; a key of
+# ours written twice (DuckDB keeps the first, Python the last); an escape in a key (which could
+# spell one of ours twice); NUL and surrogate escapes; and a field of ours whose value is not a
+# string or null (DuckDB reads 5 or true into a text column as "5" or "true", Python's reader
+# gives str() of it, and a record needs its id and ts to be strings). None of these reaches past
+# its line.
+_OURS = "|".join(_FIELDS).encode()
+_KEY_TWICE = [rf'"{f}"[ \t\r]*:.*"{f}"[ \t\r]*:'.encode() for f in _FIELDS]
+_MARKED = [
+    rb",[ \t\r]*[\]}]",
+    rb"[:,\[][ \t\r]*[-+]?(?i:nan|inf)",
+    rb"\\u[dD][89a-fA-F]|\\u0000",
+    rb'\\u[0-9a-fA-F]{4}(?:[^"\\\n]|\\.)*"[ \t\r]*:',
+    rb'"(?:' + _OURS + rb')"[ \t\r]*:[ \t\r]*(?:[^"n \t\r]|n(?:[^u]|u[^l]|ul[^l]))',
+    *_KEY_TWICE,
+]
+_MARKED_RE = re2.compile(b"|".join(_MARKED))
 
 _CREATE_PARSED = """
 CREATE TABLE parsed (src INTEGER, lineno BIGINT, pos INTEGER, odd VARCHAR, id VARCHAR, ts VARCHAR,
@@ -214,6 +262,21 @@ class DuckEngine:
         self.loaded.sources = len(names)
         self._names = names
         self.con.execute(_CREATE_PARSED)
+        self.con.execute(_CREATE_FAST)
+        self.con.execute("CREATE TABLE fast_files (n INTEGER, first BIGINT, last BIGINT, rows BIGINT)")
+        self.con.execute("CREATE TABLE fast_place (n INTEGER, src INTEGER, base BIGINT)")
+        self.con.execute(
+            "CREATE VIEW fast_at AS SELECT f.*, p.src, f.rn - x.first + 1 + p.base AS lineno, 0 AS pos"
+            " FROM fast AS f JOIN fast_place AS p USING (n) JOIN fast_files AS x USING (n)"
+        )
+        self._lines: list[tuple[int, int, str]] = []  # (source, line number, text) for Python
+        exact = pieces if self.keep_raw else self._read_fast(pieces)
+        self._read_exact(exact)
+        self._read_odd_lines()
+        self._merge()
+
+    def _read_exact(self, pieces: list[tuple[int, int, str]]) -> None:
+        """Read ``pieces`` line by line in SQL (the lines it leaves whole go to Python)."""
         parse = _PARSE.replace("{raw}", "THEN line" if self.keep_raw else "AND false THEN line")
         # One statement reads its files on one core: the files are shared out between as many
         # statements as there are threads, each on its own cursor, run side by side.
@@ -229,8 +292,78 @@ class DuckEngine:
         elif groups:
             with ThreadPoolExecutor(max_workers=len(groups)) as pool:
                 list(pool.map(lambda g: self._parse_group(self.con.cursor(), parse, g), groups))
-        self._read_odd_lines()
-        self._merge()
+
+    def _read_fast(self, pieces: list[tuple[int, int, str]]) -> list[tuple[int, int, str]]:
+        """Read ``pieces`` with DuckDB's JSON reader while Python marks the lines it must read
+        itself; the lines DuckDB did not read as Python would are queued for Python (``_lines``).
+        The pieces whose rows cannot be matched to their lines are returned, for the exact reader."""
+        if not pieces:
+            return []
+        paths = [p for _, _, p in pieces]
+        cur = self.con.cursor()
+        cur.execute(_MACROS)
+        # Numbered in the order read: one pipeline, the files in the order given.
+        cur.execute("SET preserve_insertion_order = true")
+        with ThreadPoolExecutor(max_workers=1) as pool:
+            insert = pool.submit(cur.execute, _FAST, {"paths": paths, "columns": _FAST_COLUMNS})
+            scans = [_scan(path) for path in paths]  # meanwhile, in this thread
+            try:
+                insert.result()
+            except duckdb.Error:  # a file DuckDB's JSON reader gives up on: all go the exact way
+                self.con.execute("DELETE FROM fast")
+                return pieces
+            finally:
+                cur.execute("SET preserve_insertion_order = false")
+        con = self.con
+        con.execute(
+            "INSERT INTO fast_files SELECT n, min(rn) AS first, max(rn) AS last, count(*) AS rows"
+            " FROM fast GROUP BY n"
+        )
+        files = {n: (first, last, rows) for n, first, last, rows in con.execute("SELECT * FROM fast_files").fetchall()}
+        wanted: dict[int, set[int]] = {}
+        for n, k in con.execute(
+            "SELECT n, rn - first + 1 FROM fast JOIN fast_files USING (n) WHERE NOT ok"
+        ).fetchall():
+            wanted.setdefault(n, set()).add(k)
+        # Each file's first and last rows are checked to be on their lines.
+        ends: dict[int, list[tuple[int, str]]] = {}
+        for n, end, id_ in con.execute(
+            "SELECT n, rn = last, id FROM fast JOIN fast_files USING (n) WHERE ok AND (rn = first OR rn = last)"
+        ).fetchall():
+            ends.setdefault(n, []).append((end, id_))
+        exact: list[tuple[int, int, str]] = []
+        dropped: list[int] = []  # the row numbers of the lines Python reads
+        for n, (src, base, path) in enumerate(pieces):
+            lines, marked, head, tail = scans[n]
+            first, last, rows = files.get(n, (1, 0, 0))
+            if (
+                rows != lines
+                or last - first + 1 != rows
+                or any(id_.encode("utf-8", "surrogatepass") not in (tail if end else head) for end, id_ in ends.get(n, []))
+            ):
+                exact.append(pieces[n])
+                continue
+            todo = sorted(wanted.get(n, set()) | marked)
+            if not todo:
+                continue
+            with open(path, "rb") as f:
+                text = f.read().split(b"\n")
+            for k in todo:
+                self._lines.append((src, base + k, text[k - 1].decode("utf-8", "replace")))
+                dropped.append(first + k - 1)
+        gone = [n for n, piece in enumerate(pieces) if piece in exact]
+        con.execute("CREATE TEMP TABLE dropped AS SELECT unnest($rn::BIGINT[]) AS rn", {"rn": dropped})
+        con.execute(
+            "DELETE FROM fast WHERE NOT ok OR list_contains($gone, n) OR rn IN (SELECT rn FROM dropped)",
+            {"gone": gone},
+        )
+        # A row's place among its source's lines, for the first copy of an id and the first
+        # malformed line.
+        con.execute(
+            "INSERT INTO fast_place SELECT unnest($n::INTEGER[]), unnest($src::INTEGER[]), unnest($base::BIGINT[])",
+            {"n": list(range(len(pieces))), "src": [p[0] for p in pieces], "base": [p[1] for p in pieces]},
+        )
+        return exact
 
     def _parse_group(self, cur: Any, parse: str, pieces: list[tuple[int, int, str]]) -> None:
         if cur is not self.con:
@@ -251,20 +384,24 @@ class DuckEngine:
                 files[files.index(bad)] = fixed
 
     def _read_odd_lines(self) -> None:
-        """The lines SQL left whole, read by the Python reader; its records join the others."""
+        """The lines SQL left whole and those the fast reader queued, read by the Python reader;
+        its records join the others."""
         rows = []
         malformed: list[tuple[int, int]] = []
-        cur = self.con.execute(
-            "SELECT src, lineno, odd FROM parsed WHERE odd IS NOT NULL ORDER BY src, lineno"
-        )
-        while batch := cur.fetchmany(10000):
-            for src, lineno, line in batch:
-                found = records_in_line(line)
-                if found is None:
-                    malformed.append((src, lineno))
-                    continue
-                for pos, rec in enumerate(found, 1):
-                    rows.append(_fallback_row(src, lineno, pos, rec, self.keep_raw))
+
+        def odd_lines() -> Iterator[tuple[int, int, str]]:
+            cur = self.con.execute("SELECT src, lineno, odd FROM parsed WHERE odd IS NOT NULL")
+            while batch := cur.fetchmany(10000):
+                yield from batch
+            yield from self._lines
+
+        for src, lineno, line in odd_lines():
+            found = records_in_line(line)
+            if found is None:
+                malformed.append((src, lineno))
+                continue
+            for pos, rec in enumerate(found, 1):
+                rows.append(_fallback_row(src, lineno, pos, rec, self.keep_raw))
         if rows:
             spool = os.path.join(self._dir, "odd.jsonl")
             with open(spool, "w", encoding="utf-8") as f:
@@ -286,6 +423,7 @@ class DuckEngine:
             r[0]
             for r in con.execute(
                 "SELECT DISTINCT ts FROM parsed WHERE odd IS NULL AND t_us IS NULL"
+                " UNION SELECT DISTINCT ts FROM fast WHERE t_us IS NULL"
             ).fetchall()
         ]
         known = [[ts, us] for ts in others if ts is not None and (us := _python_us(ts)) is not None]
@@ -296,8 +434,11 @@ class DuckEngine:
                 "UPDATE parsed SET t_us = o.us FROM ts_other AS o"
                 " WHERE parsed.odd IS NULL AND parsed.t_us IS NULL AND parsed.ts = o.ts"
             )
+            con.execute("UPDATE fast SET t_us = o.us FROM ts_other AS o WHERE fast.t_us IS NULL AND fast.ts = o.ts")
         bad = con.execute(
-            "SELECT count(*), min({'s': src, 'l': lineno}) FROM parsed WHERE odd IS NULL AND t_us IS NULL"
+            "SELECT count(*), min({'s': src, 'l': lineno}) FROM ("
+            " SELECT src, lineno FROM parsed WHERE odd IS NULL AND t_us IS NULL"
+            " UNION ALL SELECT src, lineno FROM fast_at WHERE t_us IS NULL)"
         ).fetchone()
         firsts = list(self._odd_malformed)
         if bad and bad[0]:
@@ -311,29 +452,37 @@ class DuckEngine:
         con.execute(
             """
             CREATE TABLE later_copies AS
-            SELECT src, lineno, pos FROM (
-              SELECT src, lineno, pos, row_number() OVER (PARTITION BY id ORDER BY src, lineno, pos) AS copy
-              FROM parsed
+            SELECT rn, src, lineno, pos FROM (
+              SELECT rn, src, lineno, pos, row_number() OVER (PARTITION BY id ORDER BY src, lineno, pos) AS copy
+              FROM (
+                SELECT NULL::BIGINT AS rn, src, lineno, pos, id FROM parsed WHERE odd IS NULL AND t_us IS NOT NULL
+                UNION ALL SELECT rn, src, lineno, pos, id FROM fast_at WHERE t_us IS NOT NULL
+              )
               SEMI JOIN (
-                SELECT id FROM parsed WHERE odd IS NULL AND t_us IS NOT NULL GROUP BY id HAVING count(*) > 1
+                SELECT id FROM (
+                  SELECT id FROM parsed WHERE odd IS NULL AND t_us IS NOT NULL
+                  UNION ALL SELECT id FROM fast WHERE t_us IS NOT NULL
+                ) GROUP BY id HAVING count(*) > 1
               ) AS ids USING (id)
-              WHERE odd IS NULL AND t_us IS NOT NULL
             ) WHERE copy > 1
             """
         )
-        # The later copies are deleted once, so the report's queries read the table as it is
-        # rather than each joining it with the copies again.
+        # The later copies are deleted once, so the report's queries read the tables as they
+        # are rather than each joining them with the copies again.
         self.loaded.duplicates = con.execute("SELECT count(*) FROM later_copies").fetchone()[0]
         if self.loaded.duplicates:
             con.execute(
-                "DELETE FROM parsed USING later_copies AS c"
-                " WHERE parsed.src = c.src AND parsed.lineno = c.lineno AND parsed.pos = c.pos"
+                "DELETE FROM parsed USING later_copies AS c WHERE c.rn IS NULL"
+                " AND parsed.src = c.src AND parsed.lineno = c.lineno AND parsed.pos = c.pos"
             )
+            con.execute("DELETE FROM fast USING later_copies AS c WHERE fast.rn = c.rn")
+        fields = ", ".join(_FIELDS)
         con.execute(
-            """
+            f"""
             CREATE VIEW records AS
-            SELECT * EXCLUDE (src, lineno, pos, odd), t_us / 1000000 AS t FROM parsed
-            WHERE odd IS NULL AND t_us IS NOT NULL
+            SELECT {fields}, raw, t_us, t_us / 1000000 AS t FROM parsed WHERE odd IS NULL AND t_us IS NOT NULL
+            UNION ALL
+            SELECT {fields}, NULL AS raw, t_us, t_us / 1000000 AS t FROM fast WHERE t_us IS NOT NULL
             """
         )
         con.execute("CREATE VIEW kept AS SELECT * FROM records")
@@ -493,6 +642,24 @@ class DuckEngine:
 
 
 # --------------------------------------------------------------------------- helpers
+
+
+def _scan(path: str) -> tuple[int, set[int], bytes, bytes]:
+    """The lines in a file (split on ``\\n`` only), the numbers of those the fast reader must
+    leave to Python (``_MARKED``), and the first and last lines."""
+    with open(path, "rb") as f:
+        data = f.read()
+    lines = data.count(b"\n") + (1 if data and not data.endswith(b"\n") else 0)
+    marked: set[int] = set()
+    at, lineno = 0, 1
+    for m in _MARKED_RE.finditer(data):
+        lineno += data.count(b"\n", at, m.start())
+        at = m.start()
+        marked.add(lineno)
+    head = data[: data.find(b"\n") if b"\n" in data else len(data)]
+    body = data[:-1] if data.endswith(b"\n") else data
+    tail = body[body.rfind(b"\n") + 1 :]
+    return lines, marked, head, tail
 
 
 def _split(opener: Any, prefix: str) -> Iterator[tuple[int, str]]:

@@ -141,3 +141,144 @@ def test_lines_sql_reads_and_lines_it_leaves_to_python(tmp_path: Path) -> None:
         assert got["duckdb"].stderr == got["python"].stderr, extra
     data = json.loads(audit("duckdb", [str(tmp_path / "edge.jsonl"), "--json"]).stdout)
     assert data["summary"]["records"] == 13 and data["summary"]["malformed"] == 2  # e05 and e14
+
+
+# Lines on the edge of what DuckDB's JSON reader takes as Python's does, for the fast reader:
+# each is read by DuckDB, marked for Python, or left NULL by DuckDB, and the report is the same.
+FAST_EDGE = [
+    '{"id":"f01","ts":"TS",BASE,"rule":"plain"}',
+    '{"id":"f02","ts":"TS",BASE,"rule":"git-push",}',  # a trailing comma: malformed to Python
+    '{"id":"f03","ts":"TS",BASE,"rule":"git-push","x":[1 , ]}',
+    '{"id":"f04","ts":"TS",BASE,"rule":5}',  # a number where a name belongs
+    '{"id":"f05","ts":"TS",BASE,"rule":true}',
+    '{"id":"f06","ts":"TS",BASE,"rule":{"a":1}}',
+    '{"id":"f07","ts":"TS",BASE,"rule":[1,2]}',
+    '{"id":"f08","ts":"TS",BASE,"rule":"first","rule":"last"}',  # Python keeps the last
+    '{"id":"f09","ts":"TS",BASE,"r\\u0075le":"escaped","rule":"plain"}',
+    '{"id":"f10","ts":"TS",BASE,"x":nan}',  # DuckDB reads nan, Python does not
+    '{"id":"f11","ts":"TS",BASE,"x":-Inf}',
+    '{"id":"f12","ts":"TS",BASE,"x":NaN,"y":-Infinity}',  # both read these
+    '{"id":"f13","ts":"TS",BASE,"x":1e999}',
+    '{"id":"f14","ts":"TS",BASE,"command":"nul \\u0000 here"}',
+    '{"id":"f15","ts":"TS",BASE,"command":"lone \\ud800 surrogate"}',
+    '{"id":"f16","ts":"TS",BASE,"command":"pair \\ud83d\\ude00 ok"}',
+    '{"id":"f17","ts":"TS",BASE}{"id":"f18","ts":"TS",BASE}',  # two objects on a line
+    '[{"id":"f19","ts":"TS",BASE},{"id":"f20","ts":"TS",BASE}]',  # a batch
+    '"a string"',
+    "5",
+    '{"id":21,"ts":"TS",BASE}',  # an id that is a number
+    '{"id":"f22","ts":20260302,BASE}',  # a time that is a number (Python would read "20260302")
+    '{"id":"f23","ts":"TS","verdict":null,"rule":"null-verdict"}',
+    '{"id":"f24","ts":"TS","kind":"refusal","verdict":false,"rule":"false-verdict"}',
+    '{"id":"f25","ts":"TS","category":"publish","rule":"no-verdict-nor-kind"}',
+    '{"ID":"f26","ts":"TS",BASE}',
+    '{"id":"f27","ts":"TS",BASE,"rule":"tab\tinside"}',  # a raw tab in a string: malformed
+    '{"id":"f28","ts":"TS",BASE,"rule":"cr"}\r',
+    '  {"id":"f29","ts":"TS",BASE,"rule":"padded"}  ',
+    'prefix {"id":"f30","ts":"TS",BASE,"rule":"prefixed"}',
+    '{"id":"f31","ts":"2026-03-02T10:00:31Z",BASE,"rule":"other-time"}',
+    '{"id":"f32","ts":"not a time",BASE}',
+    '{"id":"f33","ts":"TS",BASE,"agent":"","thread":"","category":""}',
+    '{"id":"f34","ts":"TS",BASE,"agent":7,"thread":true,"category":null}',
+    '{"id":"f35","ts":"TS",BASE,"x":{"rule":"nested"},"rule":"top"}',
+    '{"id":"f36","ts":"TS",BASE,"rule" : "spaced" , "command" :"c"}',
+    '{"id":"f37","ts":"TS",BASE,"command":"say \\"rule\\": 5, [1,]"}',  # the marks' text, quoted
+    '{"id":"f38","ts":"TS",BASE,"command":"' + "x" * 100_000 + '"}',  # a long line
+    '\ufeff{"id":"f39","ts":"TS",BASE}',
+    '{"id":"f40","ts":"TS",BASE,"command":"\\u001b[31mred\\u001b[0m \\u00e9"}',
+    '{"timestamp":"TS","message":"{\\"id\\":\\"f41\\",\\"ts\\":\\"TS\\",\\"verdict\\":\\"refuse\\"}"}',
+    '{"id":"f01","ts":"TS",BASE,"rule":"a copy"}',  # a later copy of f01
+    '{"id": "torn", "ts": "2026-03-0',
+]
+
+
+def _edge_lines(lines: list[str]) -> list[str]:
+    base = '"verdict":"refuse","kind":"refusal","category":"publish","agent":"a","thread":"t"'
+    return [
+        line.replace("TS", f"2026-03-02T10:00:{n % 60:02d}.000Z").replace("BASE", base)
+        for n, line in enumerate(lines, 1)
+    ]
+
+
+def test_fast_reader_gives_the_python_engines_report_on_edge_lines(tmp_path: Path) -> None:
+    """Every kind of line next to the edge of what DuckDB's JSON reader takes: the report, its
+    JSON and its warnings are the Python engine's, and the lines DuckDB reads as Python does
+    were read by DuckDB (not all sent to Python)."""
+    if "duckdb" not in engines():
+        pytest.skip("DuckDB is not installed (pip install 'guard[audit]')")
+    import gzip
+    import io
+
+    from guard.audit import duck
+
+    lines = _edge_lines(FAST_EDGE)
+    text = "\n".join(lines) + "\n"
+    logs = tmp_path / "logs"
+    logs.mkdir()
+    (logs / "a.jsonl").write_text(text, encoding="utf-8", errors="surrogatepass")
+    (logs / "b.jsonl").write_text(text[: len(text) // 3], encoding="utf-8", errors="surrogatepass")  # torn copy
+    with gzip.open(logs / "c.jsonl.gz", "wb") as f:
+        f.write(text.encode("utf-8", "surrogatepass"))
+    (logs / "d.log").write_bytes(b'{"id":"d1","ts":"2026-03-02T11:00:00.000Z","verdict":"refuse","rule":"\xff"}\n')
+    for extra in ([], ["--json"], ["--top", "50"]):
+        got = {e: audit(e, [str(logs), *RULES, *extra]) for e in engines()}
+        assert got["duckdb"].returncode == got["python"].returncode == 0, got["duckdb"].stderr
+        assert got["duckdb"].stdout == got["python"].stdout, extra
+        assert got["duckdb"].stderr == got["python"].stderr, extra
+    a = str(logs / "a.jsonl")
+    with duck.DuckEngine([a], io.BytesIO()) as engine:
+        fast = {r[0] for r in engine.con.execute("SELECT id FROM fast").fetchall()}
+        to_python = {n for _, n, _ in engine._lines}
+    assert fast == {"f01", "f13", "f28", "f29", "f31", "f32", "f36", "f38", "f40"}
+    assert {2, 3, 4, 5, 8, 9, 10, 11, 14, 15, 17, 18, 21, 22, 24, 33, 34, 41, 43} <= to_python
+
+
+def test_fast_reader_leaves_a_file_with_blank_lines_to_the_exact_reader(tmp_path: Path) -> None:
+    """DuckDB skips blank lines, so its rows no longer line up with the file's lines: such a file
+    is read line by line, and the line numbers of what it skips are the Python engine's."""
+    if "duckdb" not in engines():
+        pytest.skip("DuckDB is not installed (pip install 'guard[audit]')")
+    import io
+
+    from guard.audit import duck
+
+    lines = _edge_lines(['{"id":"b1","ts":"TS",BASE}', "", "   ", "\t", '{"id":"b2","ts":"TS",BASE}', "{torn"])
+    (tmp_path / "blank.jsonl").write_text("\n".join(lines) + "\n\n")
+    (tmp_path / "plain.jsonl").write_text(lines[0].replace("b1", "p1") + "\n")
+    got = {e: audit(e, [str(tmp_path), *RULES, "--json"]) for e in engines()}
+    assert got["duckdb"].stdout == got["python"].stdout
+    assert got["duckdb"].stderr == got["python"].stderr
+    assert got["duckdb"].stderr.decode().endswith("blank.jsonl:6)\n")
+    with duck.DuckEngine([str(tmp_path)], io.BytesIO()) as engine:
+        assert engine.con.execute("SELECT id FROM fast").fetchall() == [("p1",)]
+        assert sorted(r[0] for r in engine.con.execute("SELECT id FROM parsed WHERE odd IS NULL").fetchall()) == [
+            "b1",
+            "b2",
+        ]
+
+
+def test_a_file_that_is_a_copy_of_another_adds_only_duplicates(tmp_path: Path) -> None:
+    """A collector that shipped a whole file twice (once gzip'd, once through standard input):
+    every record of the copies is a duplicate, counted as the Python engine counts them."""
+    if "duckdb" not in engines():
+        pytest.skip("DuckDB is not installed (pip install 'guard[audit]')")
+    import gzip
+
+    from audit_records import record
+
+    lines = [json.dumps(record(i * 11.0, id=f"c{i:04d}", agent=f"a{i % 4}")) for i in range(500)]
+    text = "\n".join(lines) + "\n"
+    (tmp_path / "one.jsonl").write_text(text)
+    (tmp_path / "two.jsonl").write_text(text)
+    with gzip.open(tmp_path / "three.jsonl.gz", "wt") as f:
+        f.write(text)
+    argv = [str(tmp_path / "one.jsonl"), str(tmp_path / "two.jsonl"), "-", str(tmp_path / "three.jsonl.gz"), "--json"]
+    got = {}
+    for e in engines():
+        got[e] = subprocess.run(
+            [sys.executable, "-m", "guard.cli", "audit", "--engine", e, *argv],
+            input=text.encode(), capture_output=True, cwd=REPO, timeout=120,
+        )  # fmt: skip
+    assert got["duckdb"].stdout == got["python"].stdout
+    data = json.loads(got["duckdb"].stdout)
+    assert data["summary"]["records"] == 500 and data["summary"]["duplicates"] == 1500
