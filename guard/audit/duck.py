@@ -112,7 +112,8 @@ FROM (
 _FAST_COLUMNS = {f: "VARCHAR" for f in _FIELDS}
 _FAST = f"""
 INSERT INTO fast
-SELECT file_index AS n, row_number() OVER () AS rn, {", ".join(_FIELDS)}, guard_us(ts) AS t_us,
+SELECT list_extract($ns, (file_index + 1)::BIGINT) AS n, $offset + row_number() OVER () AS rn,
+       {", ".join(_FIELDS)}, guard_us(ts) AS t_us,
        id IS NOT NULL AND ts IS NOT NULL AND (verdict IS NOT NULL OR kind IS NOT NULL) AS ok
 FROM read_json($paths, format = 'newline_delimited', records = true, ignore_errors = true, columns = $columns)
 """
@@ -176,7 +177,7 @@ class DuckEngine:
         self._threads = threads or max(1, min(_cores(), 4))
         try:
             self.con = duckdb.connect(
-                os.path.join(self._dir, "audit.duckdb"),
+                os.environ.get("GUARD_AUDIT_DB", ":memory:"),
                 config={
                     "memory_limit": memory_limit or DEFAULT_MEMORY,
                     "temp_directory": os.path.join(self._dir, "spill"),
@@ -300,20 +301,33 @@ class DuckEngine:
         if not pieces:
             return []
         paths = [p for _, _, p in pieces]
-        cur = self.con.cursor()
-        cur.execute(_MACROS)
-        # Numbered in the order read: one pipeline, the files in the order given.
-        cur.execute("SET preserve_insertion_order = true")
-        with ThreadPoolExecutor(max_workers=1) as pool:
-            insert = pool.submit(cur.execute, _FAST, {"paths": paths, "columns": _FAST_COLUMNS})
+        # The files are shared out between one statement per core (a row number is one
+        # pipeline's: the files in the order given, each file's lines in order).
+        k = max(1, min(self._threads, len(pieces)))
+        groups = [list(range(len(pieces)))[g::k] for g in range(k)]
+        self.con.execute("SET preserve_insertion_order = true")
+
+        def insert(g: int) -> None:
+            cur = self.con.cursor()
+            cur.execute(_MACROS)
+            ns = groups[g]
+            cur.execute(
+                _FAST, {"paths": [paths[n] for n in ns], "ns": ns, "offset": g << 40, "columns": _FAST_COLUMNS}
+            )
+
+        with ThreadPoolExecutor(max_workers=k) as pool:
+            inserts = [pool.submit(insert, g) for g in range(k)]
             scans = [_scan(path) for path in paths]  # meanwhile, in this thread
             try:
-                insert.result()
-            except duckdb.Error:  # a file DuckDB's JSON reader gives up on: all go the exact way
+                for job in inserts:
+                    job.result()
+            except (duckdb.InvalidInputException, duckdb.IOException):  # a file DuckDB gives up on: all go the exact way
+                for job in inserts:
+                    job.exception()
                 self.con.execute("DELETE FROM fast")
                 return pieces
             finally:
-                cur.execute("SET preserve_insertion_order = false")
+                self.con.execute("SET preserve_insertion_order = false")
         con = self.con
         con.execute(
             "INSERT INTO fast_files SELECT n, min(rn) AS first, max(rn) AS last, count(*) AS rows"
