@@ -177,7 +177,7 @@ class DuckEngine:
         self._threads = threads or max(1, min(_cores(), 4))
         try:
             self.con = duckdb.connect(
-                os.environ.get("GUARD_AUDIT_DB", ":memory:"),
+                ":memory:",  # tables spill to temp_directory past memory_limit
                 config={
                     "memory_limit": memory_limit or DEFAULT_MEMORY,
                     "temp_directory": os.path.join(self._dir, "spill"),
