@@ -4,8 +4,7 @@ One answer for every cache (compiled rules, the pre-check plan, the stderr diges
 tables, sourced files), found with ``posix`` alone: the pre-check asks it before ``os`` is loaded.
 """
 
-from __future__ import annotations
-
+# No `from __future__ import annotations`: the pre-check imports this module (see guard/precheck.py).
 import posix
 
 TYPE_CHECKING = False
@@ -25,7 +24,7 @@ def _home() -> str:
         return "/"
 
 
-def cache_root(env: Mapping[str, str] | None = None) -> str:
+def cache_root(env: "Mapping[str, str] | None" = None) -> str:
     """``$XDG_CACHE_HOME/guard`` or ``$HOME/.cache/guard`` of ``env`` (default: this process's
     environment; with ``env`` given and no HOME in it, the user's home from the password file)."""
     if env is None:

@@ -15,8 +15,8 @@ it; when the rule files changed since, there is no plan and every command gets t
 Imports next to nothing: it runs before guard loads its parser.
 """
 
-from __future__ import annotations
-
+# No `from __future__ import annotations`: it imports the __future__ module, a file read on the
+# plain path; annotations naming typing-only types are strings instead.
 import marshal
 import posix
 
@@ -39,15 +39,15 @@ class Plan:
 
     __slots__ = ("programs", "watched")
 
-    def __init__(self, programs: Container[str], watched: tuple[str, ...]) -> None:
+    def __init__(self, programs: "Container[str]", watched: tuple[str, ...]) -> None:
         self.programs = programs
         self.watched = watched
 
 
 def trivially_allowed(
     command: str,
-    env: Mapping[str, str] | None = None,
-    shadowed: Container[str] = (),
+    env: "Mapping[str, str] | None" = None,
+    shadowed: "Container[str]" = (),
     plan: Plan | None = None,
 ) -> bool:
     """True only for commands the full analysis would certainly allow.
@@ -96,7 +96,7 @@ def _environ() -> dict[str, str]:
     return {k.decode("utf-8", "surrogateescape"): v.decode("utf-8", "surrogateescape") for k, v in posix.environ.items()}
 
 
-def inputs(env: Mapping[str, str]) -> tuple[tuple[str, ...], str | None]:
+def inputs(env: "Mapping[str, str]") -> tuple[tuple[str, ...], str | None]:
     """The rule layers ``env`` names, as guard.context reads them."""
     return tuple(p for p in env.get("GUARD_RULES", "").split(":") if p), env.get("GUARD_CONFIG") or None
 
@@ -126,7 +126,7 @@ def shipped_plan() -> Plan | None:
     return Plan(frozenset(programs), tuple(watched))
 
 
-def current_plan(env: Mapping[str, str]) -> Plan | None:
+def current_plan(env: "Mapping[str, str]") -> Plan | None:
     """The plan the rule set of ``env``'s rule files left in the cache, if none of those files
     has changed since (else None). With no plan cached and no rule layers of one's own, the
     plan of the shipped rules."""

@@ -94,6 +94,11 @@ def test_regular_install_plain_command_skips_os(regular: Path, tmp_path: Path) -
     modules = {ln.rsplit("|", 1)[-1].strip() for ln in p.stderr.splitlines() if ln.startswith("import time:")}
     assert "guard.precheck" in modules
     assert not modules & {"os", "site", "guard.shell", "guard.engine"}, sorted(modules)
+    floor = _run([str(regular / "python"), "-IS", "-X", "importtime", "-c", "pass"], tmp_path)
+    started = {ln.rsplit("|", 1)[-1].strip() for ln in floor.stderr.splitlines() if ln.startswith("import time:")}
+    # beyond what the interpreter imports anyway: guard's four small modules and built-in ones
+    assert modules - started <= {"guard", "guard.launch", "guard.precheck", "guard.cachedir", "_signal", "marshal"}, \
+        sorted(modules - started)
 
 
 def test_regular_install_full_analysis_and_passthrough(regular: Path, tmp_path: Path) -> None:
