@@ -13,6 +13,8 @@ Each prints its figures beside the baseline measured in the same run, and the ta
   floor (target <= 4 ms), with the analysis server and without it; peak RSS;
 - path_profile: the analysed path step by step (imports, connect, peer check, worker hand-off,
   analysis and reply, the relay's start with setpriv);
+- worker_bench: a server worker's CPU time per request (package check, emptying caches, the
+  decision), beside ``--baseline DIR``'s;
 - load_bench: 64 shells at once against one server: p50/p99 added latency (target p99 <= 3x
   p50), failures, fallbacks (target none), the server's memory over 10,000 commands (flat);
 - relay_bench: stderr relay throughput on 1 GiB to /dev/null, a file and a pipe, each against a
@@ -65,6 +67,8 @@ def main() -> None:
         ("guard-shell vs bash and the floor", [str(HERE / "shell_bench.py"), "--runs", runs_n]),
         ("agent host wrappers", [str(HERE / "wrapper_bench.py"), "--runs", "5" if ns.quick else "20"]),
         ("analysed path, step by step", [str(HERE / "path_profile.py"), "--runs", runs_n]),
+        ("a server worker's CPU per request", [str(HERE / "worker_bench.py"), "--runs", "5" if ns.quick else "15"]
+                                              + (["--baseline", ns.baseline] if ns.baseline else [])),
         ("under load", [str(HERE / "load_bench.py"), *load]),
         ("stderr relay", [str(HERE / "relay_bench.py"), "--size", relay_size,
                           "--runs", "1" if ns.quick else "3"]),
