@@ -97,16 +97,24 @@ def unescape_dquoted(text: str, specials: str = '$`"\\') -> str:
     """Text inside double quotes: only ``\\$ \\` \\" \\\\`` and backslash-newline are escapes."""
     if "\\" not in text:
         return text
-    pattern = _DQUOTED_ESCAPES.get(specials)
-    if pattern is None:
-        chars = "".join(re.escape(c) for c in dict.fromkeys(specials + "\n"))
-        pattern = _DQUOTED_ESCAPES[specials] = re.compile(f"\\\\([{chars}])")
+    pattern = _DQUOTED_ESCAPES.get(specials) or _dquoted_escape(specials)
     return pattern.sub(_drop_backslash, text)
+
+
+def _dquoted_escape(specials: str) -> re.Pattern[str]:
+    chars = "".join(re.escape(c) for c in dict.fromkeys(specials + "\n"))
+    pattern = _DQUOTED_ESCAPES[specials] = re.compile(f"\\\\([{chars}])")
+    return pattern
 
 
 def unescape_backtick(text: str) -> str:
     """The command text inside backticks: ``\\\\``, ``\\``` and ``\\$`` lose the backslash."""
-    return unescape_dquoted(text, "$`\\")
+    return unescape_dquoted(text, BACKTICK_SPECIALS)
+
+
+BACKTICK_SPECIALS = "$`\\"
+for _specials in ('$`"\\', BACKTICK_SPECIALS):  # the two in use, compiled at import
+    _dquoted_escape(_specials)
 
 
 def merge_lits(parts: list[Part]) -> tuple[Part, ...]:

@@ -16,6 +16,12 @@ from guard.ir import UNKNOWN, Invocation
 from guard.policy.programs import Reading, Spec, read, reader_facts, spec_for
 from guard.record import dataclass
 
+# Literal patterns, compiled at import (before the analysis server forks its workers).
+_HTTPIE_DATA_ITEM = re.compile(r"^[^=:@]+(:=@|=@|:=|=|@)")
+_CRED_GLOB_HINT = re.compile(r"cred|netrc|hosts|environ|gh")
+_RSYNC_EXCLUDES_GIT = re.compile(r"--exclude[= ]\.git\b|--exclude[= ]\*?/?\.git")
+
+
 NO_SPEC_READER = Spec("", subcommand=False)
 
 
@@ -379,7 +385,7 @@ def httpie_facts(inv: Invocation) -> dict:
             continue
         if "==" in a:
             continue  # query string item
-        if re.match(r"^[^=:@]+(:=@|=@|:=|=|@)", a):
+        if _HTTPIE_DATA_ITEM.match(a):
             data = True
             body += a + " "
     if url and url.startswith(":"):
@@ -504,7 +510,7 @@ def token_facts(inv: Invocation, world: World) -> dict:
         for k, a in enumerate(args[:-1]):
             if a in ("-path", "-wholename", "-ipath", "-name", "-iname"):
                 pat = args[k + 1]
-                if re.search(r"cred|netrc|hosts|environ|gh", pat) and any(fnmatchcase(t, pat if "path" in a or "whole" in a else "*/" + pat) for t in _cred_paths(world.home)):
+                if _CRED_GLOB_HINT.search(pat) and any(fnmatchcase(t, pat if "path" in a or "whole" in a else "*/" + pat) for t in _cred_paths(world.home)):
                     facts["cred_store"] = True
     return facts
 
@@ -593,7 +599,7 @@ def file_facts(inv: Invocation, world: World) -> dict:
         dest_dir = paths.real(paths.join(inv.cwd, dest, home))
         if where(dest_dir, world) == "tree":
             excl = " ".join(inv.argv).replace("'", "")
-            excluded = prog == "rsync" and re.search(r"--exclude[= ]\.git\b|--exclude[= ]\*?/?\.git", excl) is not None
+            excluded = prog == "rsync" and _RSYNC_EXCLUDES_GIT.search(excl) is not None
             for src in sources:
                 if src.rstrip("/").rsplit("/", 1)[-1] == ".git":
                     facts["dotgit_write"] = True  # cp -r /tmp/r/.git . lands a .git in the tree

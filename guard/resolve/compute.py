@@ -14,6 +14,26 @@ import re
 import string
 from collections.abc import Callable
 
+# Literal patterns, compiled at import (before the analysis server forks its workers).
+_SHELL_INT = re.compile(r"([+-]?)(0[xX][0-9a-fA-F]+|0[0-7]*|[1-9][0-9]*)")
+_BASE64_WRAP_FLAG = re.compile(r"-w\d+")
+_BASE64_DECODE_FLAGS = re.compile(r"-[di]+")
+_NOT_BASE64 = re.compile(r"[^A-Za-z0-9+/=]")
+_LINE_BREAKS = re.compile(r"[\n\r]")
+_BASE64_TEXT = re.compile(r"[A-Za-z0-9+/]*={0,2}")
+_XXD_REVERSE_FLAGS = re.compile(r"-[rp]+")
+_NOT_HEX = re.compile(r"[^0-9a-fA-F]")
+_TR_FLAGS = re.compile(r"-[dscC]+")
+_CUT_RANGE = re.compile(r"(\d*)-(\d*)|(\d+)")
+_CUT_SHORT_OPTION = re.compile(r"-([bcfd])(.*)")
+_CUT_LONG_OPTION = re.compile(r"--(bytes|characters|fields|delimiter)=(.*)")
+_COUNT_SHORT_OPTION = re.compile(r"-([nc])(.*)")
+_COUNT_LONG_OPTION = re.compile(r"--(lines|bytes)=(.*)")
+_COUNT_OLD_STYLE = re.compile(r"-\d+")
+_SIGNED_COUNT = re.compile(r"[+-]?\d+")
+_PROGRAM_NAME = re.compile(r"[\w.+-]+")
+
+
 MAX_BYTES = 1 << 20  # 1 MiB of input or output per stage
 
 # Names `command -v` reports as themselves (builtins and keywords of bash).
@@ -235,7 +255,7 @@ def _int(text: str) -> int:
     t = text.strip()
     if len(t) >= 2 and t[0] in "'\"":
         return ord(t[1])  # printf '%d' "'A" → 65
-    m = re.fullmatch(r"([+-]?)(0[xX][0-9a-fA-F]+|0[0-7]*|[1-9][0-9]*)", t)
+    m = _SHELL_INT.fullmatch(t)
     if not m:
         raise _Fail  # bash prints an error: not deterministic output we model
     sign, digits = m.groups()
@@ -317,9 +337,9 @@ def _base64(args: list[str], stdin: str | None) -> str:
             i += 1
         elif a.startswith("--wrap="):
             wrap = int(a.split("=", 1)[1])
-        elif re.fullmatch(r"-w\d+", a):
+        elif _BASE64_WRAP_FLAG.fullmatch(a):
             wrap = int(a[2:])
-        elif re.fullmatch(r"-[di]+", a):
+        elif _BASE64_DECODE_FLAGS.fullmatch(a):
             decode = decode or "d" in a
             ignore_garbage = ignore_garbage or "i" in a
         elif a.startswith("-") and a != "-":
@@ -331,10 +351,10 @@ def _base64(args: list[str], stdin: str | None) -> str:
     text = _need(stdin)
     if decode:
         if ignore_garbage:
-            data = re.sub(r"[^A-Za-z0-9+/=]", "", text)
+            data = _NOT_BASE64.sub("", text)
         else:
-            data = re.sub(r"[\n\r]", "", text)
-            if not re.fullmatch(r"[A-Za-z0-9+/]*={0,2}", data):
+            data = _LINE_BREAKS.sub("", text)
+            if not _BASE64_TEXT.fullmatch(data):
                 raise _Fail  # base64: invalid input
         try:
             raw = base64.b64decode(data + "=" * (-len(data) % 4) if ignore_garbage else data, validate=True)
@@ -362,7 +382,7 @@ def _xxd(args: list[str], stdin: str | None) -> str:
             flags.add("r")
         elif a in {"-p", "-ps", "-postscript", "-plain"}:
             flags.add("p")
-        elif re.fullmatch(r"-[rp]+", a):
+        elif _XXD_REVERSE_FLAGS.fullmatch(a):
             flags.update(a[1:])
         elif a.startswith("-") and a != "-":
             raise _Fail
@@ -371,7 +391,7 @@ def _xxd(args: list[str], stdin: str | None) -> str:
     _no_files(rest)
     text = _need(stdin)
     if flags == {"r", "p"}:
-        hexdigits = re.sub(r"[^0-9a-fA-F]", "", text)
+        hexdigits = _NOT_HEX.sub("", text)
         if len(hexdigits) % 2:
             hexdigits = hexdigits[:-1]
         return _text(bytes.fromhex(hexdigits))
@@ -461,7 +481,7 @@ def _tr(args: list[str], stdin: str | None) -> str:
     for a in args:
         if not opts_done and a == "--":
             opts_done = True
-        elif not opts_done and re.fullmatch(r"-[dscC]+", a):
+        elif not opts_done and _TR_FLAGS.fullmatch(a):
             delete = delete or "d" in a
             squeeze = squeeze or "s" in a
             complement = complement or "c" in a or "C" in a
@@ -522,7 +542,7 @@ def _squeeze(text: str, members: set[str] | None, not_members: set[str] | None) 
 def _ranges(spec: str) -> list[tuple[int, int]]:
     out = []
     for part in spec.split(","):
-        m = re.fullmatch(r"(\d*)-(\d*)|(\d+)", part)
+        m = _CUT_RANGE.fullmatch(part)
         if not m or part == "-":
             raise _Fail
         if m.group(3):
@@ -549,7 +569,7 @@ def _cut(args: list[str], stdin: str | None) -> str:
     i = 0
     while i < len(args):
         a = args[i]
-        m = re.fullmatch(r"-([bcfd])(.*)", a) or re.fullmatch(r"--(bytes|characters|fields|delimiter)=(.*)", a)
+        m = _CUT_SHORT_OPTION.fullmatch(a) or _CUT_LONG_OPTION.fullmatch(a)
         if a == "-s" or a == "--only-delimited":
             only_delimited = True
         elif m:
@@ -604,7 +624,7 @@ def _count_arg(args: list[str]) -> tuple[str, str, list[str]]:
     i = 0
     while i < len(args):
         a = args[i]
-        m = re.fullmatch(r"-([nc])(.*)", a) or re.fullmatch(r"--(lines|bytes)=(.*)", a)
+        m = _COUNT_SHORT_OPTION.fullmatch(a) or _COUNT_LONG_OPTION.fullmatch(a)
         if m:
             unit = m.group(1)[0] if m.group(1) != "bytes" else "c"
             value = m.group(2)
@@ -614,7 +634,7 @@ def _count_arg(args: list[str]) -> tuple[str, str, list[str]]:
                 value = args[i + 1]
                 i += 1
             count = value
-        elif re.fullmatch(r"-\d+", a):
+        elif _COUNT_OLD_STYLE.fullmatch(a):
             unit, count = "n", a[1:]
         elif a in {"-q", "-s", "--quiet", "--silent"}:
             pass
@@ -623,7 +643,7 @@ def _count_arg(args: list[str]) -> tuple[str, str, list[str]]:
         else:
             rest.append(a)
         i += 1
-    if not re.fullmatch(r"[+-]?\d+", count):
+    if not _SIGNED_COUNT.fullmatch(count):
         raise _Fail
     return unit, count, rest
 
@@ -674,7 +694,7 @@ def _command(args: list[str], _stdin: str | None) -> str:
 def _lookup(name: str, *, builtins: bool) -> str:
     if "/" in name:
         return name + "\n"
-    if not name or not re.fullmatch(r"[\w.+-]+", name):
+    if not name or not _PROGRAM_NAME.fullmatch(name):
         raise _Fail
     if builtins and name in _BUILTINS:
         return name + "\n"

@@ -11,6 +11,10 @@ from functools import lru_cache
 
 import guard.resolve.files as files
 
+# Literal patterns, compiled at import (before the analysis server forks its workers).
+_CONFIG_SECTION = re.compile(r"^\[\s*([^\]\s\"]+)")
+
+
 GLOBAL_WITH_ARG = frozenset({"-C", "-c", "--git-dir", "--work-tree", "--namespace", "--config-env", "--super-prefix"})
 
 
@@ -69,7 +73,7 @@ def _file_aliases(path: str, stamp: tuple[int, int]) -> dict[str, str]:
         line = raw.strip()
         if not line or line[0] in "#;":
             continue
-        m = re.match(r"^\[\s*([^\]\s\"]+)", line)
+        m = _CONFIG_SECTION.match(line)
         if m:
             section = m.group(1).lower()
             continue

@@ -15,6 +15,12 @@ import re
 
 from guard.ir import UNKNOWN
 
+# Literal patterns, compiled at import (before the analysis server forks its workers).
+_SED_COMMAND_BREAK = re.compile(r"[;\n]")
+_SED_SUBST_FLAGS = re.compile(r"[gpIiMme0-9]*")
+_SED_REPLACEMENT_REF = re.compile(r"(?<!\\)(?:&|\\[1-9])")
+
+
 MAX_LINES = 200
 
 # GNU sed skips the blanks after ``e``, and needs none: ``1e./q.sh`` runs ./q.sh.
@@ -34,7 +40,7 @@ def sed_commands(argv: tuple[str, ...], stdin: str | None) -> list[tuple[str, st
         lines = lines[:MAX_LINES]
     out: list[tuple[str, str | None]] = []
     for script in scripts:
-        for line in re.split(r"[;\n]", script):
+        for line in _SED_COMMAND_BREAK.split(script):
             m = _EXEC.match(line)
             if m:
                 if m.group(4):
@@ -162,7 +168,7 @@ def _subst(line: str) -> tuple[str | None, str, str, str] | None:
     if len(parts) < 2:
         return None
     flags = line[i:].strip()
-    if not re.fullmatch(r"[gpIiMme0-9]*", flags):
+    if not _SED_SUBST_FLAGS.fullmatch(flags):
         return None
     return m.group(1), parts[0], parts[1], flags
 
@@ -205,7 +211,7 @@ def _subst_runs(s: tuple[str | None, str, str, str], lines: list[str] | None, er
 
 def _unknown_line(regex: str, repl: str) -> str | None:
     """The command ``s/RE/REPL/e`` runs on a line that is not known."""
-    if re.search(r"(?<!\\)(?:&|\\[1-9])", repl):
+    if _SED_REPLACEMENT_REF.search(repl):
         return None
     text = repl.replace("\\n", "\n").replace("\\&", "&")
     if regex in ("^.*$", ".*", "^.*", ".*$"):

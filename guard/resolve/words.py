@@ -22,6 +22,10 @@ from guard.resolve.arith import ArithUnknown, evaluate_arith
 from guard.resolve.state import Assoc, State
 from guard.resolve.variables import array_items, element, resolve_name
 
+# Literal patterns, compiled at import (before the analysis server forks its workers).
+_BACKSLASH_ESCAPE = re.compile(r"\\(.)")
+
+
 PROCSUB_PATH = "/dev/fd/63"
 DEFAULT_IFS = " \t\n"
 MAX_FIELDS = 4096  # brace and glob results at most, per word
@@ -965,7 +969,7 @@ def glob_fields(segs: list[Seg], cwd: str) -> list[str]:
 def _unescape(lit: str, comp: list[Seg]) -> str:
     if all(q for _, q in comp) or "\\" not in lit:
         return lit
-    return "".join(t if q else re.sub(r"\\(.)", r"\1", t) for t, q in comp)
+    return "".join(t if q else _BACKSLASH_ESCAPE.sub(r"\1", t) for t, q in comp)
 
 
 def _join(base: str, name: str) -> str:

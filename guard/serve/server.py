@@ -48,6 +48,7 @@ WARM_UP = (
     "python3 -c 'import subprocess, os; subprocess.run([\"git\", \"push\"]); os.system(\"ls\")'",
     "node -e 'require(\"child_process\").execSync(\"git push\")'",
     "perl -e 'system(\"git push\")'; ruby -e '`git push`'; awk 'BEGIN{system(\"ls\")}'",
+    "lua -e 'os.execute(\"ls\")'; expect -c 'spawn git push'; sed -n '1p;2s/a/b/g' f | head -n 3",
     "make build; npm run test; find . -name x -exec rm {} +; xargs -I{} git add {} < f",
     "curl -s -X POST -H \"Authorization: token $GITHUB_TOKEN\" https://api.github.com/repos/o/r/pulls",
     "gh pr create --fill; grep -r ghp_ ~; cat ~/.git-credentials; env | grep TOKEN",

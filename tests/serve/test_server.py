@@ -528,6 +528,8 @@ def test_a_request_imports_no_module_and_compiles_no_pattern_the_warm_up_could_h
         'x=$(echo hi); for i in 1 2; do sh -c "echo $x $i" | cat >/dev/null; done; eval "true"',
         "source /tmp/snap.sh && eval 'git commit -m x' \\< /dev/null && pwd -P >| /tmp/cwd",  # Claude Code's
         "curl -H 'Authorization: token ghp_abcdefghijklmnop' https://api.github.com/repos/o/r/pulls -X POST",
+        "sed -i 's/a/b/g;3d' f.txt && head -n 5 f.txt | cut -d: -f2 && echo \"x\\\"y\" | base64 -d",
+        "expect -c 'spawn git push'; perl -e 'print \"@ARGV\"' a",
     ]
     out = subprocess.run([sys.executable, "-I", "-c", WORKER_PROBE, str(tmp_path / "audit.jsonl"), json.dumps(commands)],
                          cwd=REPO, capture_output=True, text=True, timeout=120)

@@ -21,6 +21,12 @@ from guard.ir import UNKNOWN
 from guard.record import dataclass
 from guard.resolve.inline.common import UNK, Finding, argv_of_string
 
+# Literal patterns, compiled at import (before the analysis server forks its workers).
+_PERL_ARRAY_SIGIL = re.compile(r"[@]\w")
+_PERL_VARIABLE = re.compile(r"[@$]?\w+")
+_PRINTF_STRING_SPEC = re.compile(r"%(-?\d*)s")
+
+
 MAX_TOKENS = 500_000
 MAX_FINDINGS = 1_000
 
@@ -153,7 +159,7 @@ def _interp(content: str, lang: str) -> tuple:
             continue
         if lang == "perl" and c in "$@":
             m = _PERL_VAR.match(content, i)
-            if m and not (c == "@" and not re.match(r"[@]\w", content[i : i + 2])):
+            if m and not (c == "@" and not _PERL_ARRAY_SIGIL.match(content[i : i + 2])):
                 flush()
                 name = m.group(1).strip("{}")
                 parts.append(Var(c + name) if not m.group(2) else UNKNOWN)
@@ -185,7 +191,7 @@ def _interp(content: str, lang: str) -> tuple:
             if m:
                 flush()
                 expr = (m.group(1) if m.group(1) is not None else m.group(2)).strip()
-                parts.append(Var(expr) if re.fullmatch(r"[@$]?\w+", expr) else UNKNOWN)
+                parts.append(Var(expr) if _PERL_VARIABLE.fullmatch(expr) else UNKNOWN)
                 i = m.end()
                 continue
         buf.append(c)
@@ -855,7 +861,7 @@ class _Reader:
             return " ".join(items) + "\n"  # type: ignore[arg-type]
         fmt, rest = items[0], items[1:]
         try:
-            return re.sub(r"%(-?\d*)s", "%\\1s", fmt) % tuple(rest)  # type: ignore[operator]
+            return _PRINTF_STRING_SPEC.sub("%\\1s", fmt) % tuple(rest)  # type: ignore[operator]
         except (TypeError, ValueError):
             return fmt.split("%", 1)[0] + UNKNOWN  # type: ignore[union-attr]
 

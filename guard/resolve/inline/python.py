@@ -27,6 +27,10 @@ from guard.resolve.inline.common import (
     looks_like_command,
 )
 
+# Literal patterns, compiled at import (before the analysis server forks its workers).
+_GITPYTHON_CALL = re.compile(r"(?:^git\.(?:cmd\.)?Git\(\)|\.git)\.(\w+)$")
+
+
 MAX_STEPS = 400_000  # expression nodes evaluated per source
 MAX_DEPTH = 60  # expression nesting followed by the evaluator
 MAX_LOOP_ITEMS = 8  # a for-loop over a constant list is unrolled up to this many items
@@ -835,7 +839,7 @@ class _Analyzer:
                 self.gitlib_add(node, "clone", "GitPython Repo.clone_from",
                                 ("git", "clone", _path_arg(url), _path_arg(p)), None)
                 return
-            m = re.search(r"(?:^git\.(?:cmd\.)?Git\(\)|\.git)\.(\w+)$", q)
+            m = _GITPYTHON_CALL.search(q)
             if m and "()" in q:
                 cmd = m.group(1)
                 if cmd in {"execute"}:

@@ -19,6 +19,10 @@ from collections.abc import Iterator
 from guard.ir import UNKNOWN
 from guard.resolve.inline.common import Finding
 
+# Literal patterns, compiled at import (before the analysis server forks its workers).
+_TCL_LEVEL = re.compile(r"#?\d+")
+
+
 MAX_FINDINGS = 1_000
 MAX_DEPTH = 40
 MAX_WORDS = 200_000
@@ -170,7 +174,7 @@ class _Reader:
         elif name == "open" and args and args[0].startswith("|"):
             self.exec_args(_split_list(args[0][1:]), "open |")
         elif name in {"eval", "uplevel", "namespace"} and args:
-            rest = args[1:] if name == "uplevel" and re.fullmatch(r"#?\d+", args[0]) else args
+            rest = args[1:] if name == "uplevel" and _TCL_LEVEL.fullmatch(args[0]) else args
             if name == "namespace":
                 rest = args[2:] if args[0] == "eval" else []
             self.script(" ".join(rest), depth + 1)
