@@ -13,6 +13,17 @@ PAT = compile_pattern(r"could not read Username for '(?P<url>[^']+)': terminal p
 LINE = b"fatal: could not read Username for 'https://h': terminal prompts disabled"
 
 
+@pytest.fixture(autouse=True, params=["literals", "re2"])
+def gate(request: pytest.FixtureRequest, monkeypatch: pytest.MonkeyPatch) -> str:
+    """Every test runs with both gates: the SIMD literal search and, where it is not installed,
+    the RE2 pass over the literals."""
+    if request.param == "re2":
+        monkeypatch.setattr(matcher, "literal_gate", lambda literals: None)
+    else:
+        pytest.importorskip("ahocorasick_rs")
+    return str(request.param)
+
+
 def feed_all(m: StreamMatcher, data: bytes, chunk: int) -> None:
     for i in range(0, len(data), chunk):
         m.feed(data[i : i + chunk])
@@ -112,7 +123,7 @@ def test_a_large_chunk_is_scanned_whole_wherever_the_match_lies(where: float) ->
     assert m.hits == {"k": {"url": b"https://h"}}
 
 
-def test_a_large_chunk_reports_the_first_match_in_stream_order() -> None:
+def test_a_large_chunk_reports_the_first_match_in_stream_order(gate: str) -> None:
     half = len(BIG) // 2
     early = BIG[:half] + LINE.replace(b"https://h", b"https://first") + b"\n"
     late = BIG[half:] + LINE.replace(b"https://h", b"https://second") + b"\n"
@@ -120,16 +131,17 @@ def test_a_large_chunk_reports_the_first_match_in_stream_order() -> None:
     buf = bytearray(early + late)
     m.feed(buf, len(buf))
     assert m.hits["k"]["url"] == b"https://first"
-    if len(os.sched_getaffinity(0)) > 1:
+    if gate == "re2" and len(os.sched_getaffinity(0)) > 1:
         assert isinstance(m._helper, matcher._Helper)  # the halves were gated on two threads
     assert isinstance(m.hits["k"]["url"], bytes)  # not a view of the caller's buffer
 
 
-def test_a_large_chunk_on_a_single_cpu_stays_on_one_thread(monkeypatch: pytest.MonkeyPatch) -> None:
+def test_a_large_chunk_on_a_single_cpu_stays_on_one_thread(monkeypatch: pytest.MonkeyPatch, gate: str) -> None:
     monkeypatch.setattr(os, "sched_getaffinity", lambda pid: {0})
     m = StreamMatcher([("k", PAT)])
     m.feed(BIG + LINE + b"\n" + BIG)
-    assert m._helper is False and m.hits == {"k": {"url": b"https://h"}}
+    # the literal search needs no second thread: it never starts one
+    assert m._helper is (False if gate == "re2" else None) and m.hits == {"k": {"url": b"https://h"}}
 
 
 def test_a_large_chunk_with_one_huge_line_and_no_midpoint_newline() -> None:
@@ -153,3 +165,97 @@ def test_a_posix_class_gets_no_needles_so_its_matches_are_still_found() -> None:
     m = StreamMatcher([("k", compile_pattern(pattern))])
     m.feed(b"log line\nx: permission denied\n")
     assert "k" in m.hits
+
+
+class _EveryRegion(StreamMatcher):
+    """The reference: no gate, every region gets the closer look."""
+
+    def _build_gate(self) -> None:
+        super()._build_gate()
+        self._gate = None
+
+
+_PATTERNS = [
+    ("auth", PAT),
+    ("repo", compile_pattern(r"^fatal: repository '(?P<url>[^']+)' not found")),
+    ("go", compile_pattern(r"go: (?P<mod>\S+): reading .*: 410 Gone")),
+    ("cap", compile_pattern(r"Updating git repository `(?P<url>[^`]+)`")),
+]
+_WATCH = compile_pattern(r"^\[guard\] .*")
+_PIECES = [
+    b"an ordinary build log line that matches no rule\n",
+    b"fatal: could not read Username for 'https://h%d': terminal prompts disabled\n",
+    b"fatal: could not read Username for 'https://h': terminal prompts\n",  # a near miss
+    b"fatal: repository 'https://x/r%d' not found\n",
+    b"  fatal: repository 'https://indented' not found\n",  # anchored: no match
+    b"go: example.com/m%d: reading https://proxy/x: 410 Gone\n",
+    b"go: downloading example.com/m v1.0.0\n",
+    b"    Updating git repository `https://g/%d`\n",
+    b"[guard] an earlier note %d\n",
+    b"\x00\xff" * 3000,
+    b"y" * 9000 + b"\n",
+    b"no newline at all, ",
+]
+
+
+def _stream(seed: int) -> bytes:
+    import random
+
+    rnd = random.Random(seed)
+    out = bytearray()
+    while len(out) < 300_000:
+        piece = rnd.choice(_PIECES)
+        if b"%d" in piece:
+            piece = piece % rnd.randrange(1000)
+        if rnd.random() < 0.2:  # put the next piece across a slice or chunk boundary
+            edge = (len(out) // matcher.LITERAL_SLICE + 1) * matcher.LITERAL_SLICE - rnd.randrange(len(piece))
+            out += b"z" * max(0, edge - len(out) - 1) + b"\n"
+        out += piece
+    return bytes(out)
+
+
+@pytest.mark.parametrize("seed", range(12))
+def test_the_gate_finds_what_a_look_at_every_region_finds(seed: int) -> None:
+    import random
+
+    data = _stream(seed)
+    rnd = random.Random(seed)
+    got = StreamMatcher(_PATTERNS, watch=_WATCH, keep={"cap"})
+    ref = _EveryRegion(_PATTERNS, watch=_WATCH, keep={"cap"})
+    buf = bytearray(1 << 20)  # reused as the relay reuses its buffer
+    i = 0
+    while i < len(data):
+        k = rnd.choice([1, 5, 100, 4096, 65536, 65537, 200_000, 1 << 20])
+        piece = data[i : i + k]
+        buf[: len(piece)] = piece
+        got.feed(buf, len(piece))
+        ref.feed(piece)
+        i += k
+    got.close()
+    ref.close()
+    assert got.hits == ref.hits and got.seen == ref.seen
+    assert got.hits  # the stream holds matches: the comparison is not between two empty sets
+
+
+def test_literal_lines_cover_every_occurrence_even_overlapping_ones() -> None:
+    import random
+
+    ac = pytest.importorskip("ahocorasick_rs")
+    lits = [b"Failed to ", b"iled to authenticate", b"go: ", b"o: x", b"module "] + [b"lit%02d " % i for i in range(40)]
+    gate = matcher.Literals(lits, ac)
+    rnd = random.Random(7)
+    words = [*lits, b"\n", b" ", b"xx", b"Faile", b"d to "]
+    for _ in range(30):
+        data = b"".join(rnd.choice(words) for _ in range(rnd.randrange(1, 40000)))
+        lo = rnd.randrange(0, 10)
+        spans = gate.lines(data, lo, len(data))
+        assert spans == sorted(spans)
+        for lit in lits:
+            at = data.find(lit, lo)
+            while at >= 0:
+                end = at + len(lit)
+                assert any(a <= at and end <= b for a, b in spans), (lit, at)
+                at = data.find(lit, at + 1)
+        for a, b in spans:  # whole lines: from a line start to a line end
+            assert a == lo or data[a - 1 : a] == b"\n"
+            assert b == len(data) or data[b : b + 1] == b"\n"

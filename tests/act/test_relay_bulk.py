@@ -164,14 +164,13 @@ def test_pipe_tee_moves_exactly_what_it_copies() -> None:
         t.start()
         writer = threading.Thread(target=lambda: (os.write(src_w, payload), os.close(src_w)))
         writer.start()
-        buf = bytearray(1 << 20)
         copies = bytearray()
         while True:
             select.select([src_r], [], [])  # as the relay polls before each round
-            n = tee.move(src_r, buf, [False])
+            n = tee.move(src_r, [False])
             if not n:
                 break
-            copies += buf[:n]
+            copies += tee.buf[:n]
         tee.close()
     finally:
         os.dup2(saved, 2)
