@@ -1,22 +1,26 @@
-"""Stderr relay bench: throughput per destination, added latency per line and peak memory.
+"""Stderr relay bench: throughput per destination, CPU, added latency per line and peak memory.
 
-    python bench/relay_bench.py [--size 1G] [--runs 3] [--lines 2000]
+    python bench/relay_bench.py [--size 1G] [--runs 3] [--lines 2000] [--baseline DIR]
 
 Throughput: a command writes SIZE bytes to stderr (``head -c SIZE /dev/zero >&2``, and a text
 variant of 50-byte lines, which exercises the matcher) to three destinations: /dev/null, a
 regular file, and a pipe read by ``cat >/dev/null`` (agent harnesses capture stderr into files
 and pipes). For each: *direct* (the command's stderr is the destination), *floor* (one extra
-``cat`` between the command and the destination) and *relay* (``guard annotate``), run in turn
-each round; best wall time of RUNS each; ratios are direct / other (1.0 = as fast as direct).
-The file lives on a tmpfs when there is one, so the figure is the relay's cost, not the disk's.
+``cat`` between the command and the destination) and *relay* (``guard annotate``), and with
+``--baseline DIR`` the same relay of another install or checkout (its ``.venv/bin/guard`` when
+it has one, else ``python -m guard.cli`` from it), run in turn each round; best wall time of
+RUNS each; ratios are direct / other (1.0 = as fast as direct). CPU is the median user+system
+seconds of the whole process tree (writer, relay, reader), and ``+cpu`` what the relay adds
+over direct: on a shared machine, wall figures follow the load and CPU figures much less. The
+load average is printed beside each row. The file lives on a tmpfs when there is one, so the
+figure is the relay's cost, not the disk's.
 
-The relay interposes on pipes only. A pipe destination pays the floor: one extra pipe hop, every
-byte copied into the pipe by the writer, out of it by the reader and written on, plus the scan.
-A regular file is written by the command itself while a second thread reads back what it appended
+The relay interposes on pipes only. A pipe destination pays one extra pipe hop (the relay
+tee(2)s and splice(2)s the bytes on, copying only the duplicate it scans) plus the scan. A
+regular file is written by the command itself while a second thread reads back what it appended
 and scans it, so only the scan competes (for the second CPU). /dev/null is inherited: nothing
 written there can be read, annotations included, so nothing is relayed. relay / floor is what
-the guard's own work costs on top of a copying hop: Python's start (see the startup line) and
-scanning every line.
+the guard's own work costs on top of a copying hop.
 
 Startup: ``guard annotate -- true``. Latency: a child writes LINES timestamped lines 0.5 ms
 apart; the reader notes arrival times (CLOCK_MONOTONIC is shared by processes) and prints median
@@ -55,26 +59,34 @@ def env() -> dict[str, str]:
     return e
 
 
-def guard(*args: str) -> list[str]:
+def guard(*args: str, base: str | None = None) -> list[str]:
     """``guard annotate -- ARGS`` as a user runs it: the launcher beside this Python when there is
-    one (an install), else the module (a checkout)."""
+    one (an install), else the module (a checkout). With ``base`` (a folder), that install's or
+    checkout's guard."""
+    if base is not None:
+        launcher = Path(base) / ".venv" / "bin" / "guard"
+        if launcher.exists():
+            return [str(launcher), "annotate", "--", *args]
+        return ["env", f"PYTHONPATH={base}", PY, "-m", "guard.cli", "annotate", "--", *args]
     launcher = Path(PY).parent / "guard"
     if launcher.exists():
         return [str(launcher), "annotate", "--", *args]
     return [PY, "-m", "guard.cli", "annotate", "--", *args]  # the dispatcher: any version has it
 
 
-def timed(cmd: str) -> tuple[float, int]:
-    """Wall seconds and peak RSS (KiB) of the process tree of shell command ``cmd``."""
+def timed(cmd: str) -> tuple[float, int, float]:
+    """Wall seconds, peak RSS (KiB) and CPU seconds (user + system) of the process tree of shell
+    command ``cmd``."""
     probe = (
         "import resource, subprocess, sys, time\n"
         "t = time.perf_counter()\n"
         "subprocess.run(sys.argv[1], shell=True, stderr=subprocess.DEVNULL, stdout=subprocess.DEVNULL)\n"
-        "print(time.perf_counter() - t, resource.getrusage(resource.RUSAGE_CHILDREN).ru_maxrss)\n"
+        "r = resource.getrusage(resource.RUSAGE_CHILDREN)\n"
+        "print(time.perf_counter() - t, r.ru_maxrss, r.ru_utime + r.ru_stime)\n"
     )
     out = subprocess.run([PY, "-c", probe, cmd], env=env(), capture_output=True, text=True, check=True)
-    secs, rss = out.stdout.split()
-    return float(secs), int(rss)
+    secs, rss, cpu = out.stdout.split()
+    return float(secs), int(rss), float(cpu)
 
 
 def best(runs: int, cmd: str) -> tuple[float, int]:
@@ -82,14 +94,18 @@ def best(runs: int, cmd: str) -> tuple[float, int]:
     return min(r[0] for r in results), max(r[1] for r in results)
 
 
-def best_of_rounds(runs: int, cmds: list[str]) -> list[tuple[float, int]]:
-    """Best time and peak RSS of each command, running them in turn each round, so that drift
-    (load, page-cache writeback of the previous run's file) falls on all of them alike."""
-    results: list[list[tuple[float, int]]] = [[] for _ in cmds]
+def best_of_rounds(runs: int, cmds: list[str]) -> tuple[list[tuple[float, int, float]], float]:
+    """Best time, peak RSS and median CPU of each command, running them in turn each round, so
+    that drift (load, page-cache writeback of the previous run's file) falls on all of them
+    alike; and the highest load average seen."""
+    results: list[list[tuple[float, int, float]]] = [[] for _ in cmds]
+    load = 0.0
     for _ in range(runs):
         for i, cmd in enumerate(cmds):
             results[i].append(timed(cmd))
-    return [(min(r[0] for r in rs), max(r[1] for r in rs)) for rs in results]
+            load = max(load, os.getloadavg()[0])
+    return [(min(r[0] for r in rs), max(r[1] for r in rs), statistics.median(r[2] for r in rs))
+            for rs in results], load
 
 
 def scratch_dir() -> str:
@@ -122,10 +138,10 @@ for i in range(n):
 """
 
 
-def latency(lines: int, through_guard: bool) -> list[float]:
+def latency(lines: int, through_guard: bool, base: str | None = None) -> list[float]:
     cmd = [PY, "-c", WRITER, str(lines)]
     if through_guard:
-        cmd = guard(*cmd)
+        cmd = guard(*cmd, base=base)
     p = subprocess.Popen(cmd, env=env(), stderr=subprocess.PIPE, stdout=subprocess.DEVNULL, bufsize=0)
     delays: list[float] = []
     assert p.stderr is not None
@@ -150,6 +166,7 @@ def main() -> int:
     ap.add_argument("--size", default="1G")
     ap.add_argument("--runs", type=int, default=3)
     ap.add_argument("--lines", type=int, default=2000)
+    ap.add_argument("--baseline", default=None, help="another install or checkout, measured in the same rounds")
     args = ap.parse_args()
     size = parse_size(args.size)
     zeros = f"head -c {size} /dev/zero >&2"
@@ -157,30 +174,44 @@ def main() -> int:
 
     print(f"stderr relay bench: {size / (1 << 20):.0f} MiB per run, best of {args.runs}, "
           f"python {sys.version.split()[0]}, {os.cpu_count()} CPUs, load {os.getloadavg()[0]:.1f}")
+    if args.baseline:
+        print(f"baseline: {shlex.join(guard(base=args.baseline))}")
     with tempfile.TemporaryDirectory(dir=scratch_dir()) as tmp:
-        print(f"file destination in {os.path.dirname(tmp)}; direct, floor and relay alternate each round")
-        print(f"{'workload':<21}{'destination':<12}{'direct':>9}{'floor':>9}{'relay':>9}"
-              f"{'floor/d':>9}{'relay/d':>9}{'relay/fl':>10}{'rss relay':>11}")
+        print(f"file destination in {os.path.dirname(tmp)}; direct, floor and relay alternate each round; "
+              "cpu: median seconds of the process tree, +cpu: over direct")
+        cols = ["relay"] + (["base"] if args.baseline else [])
+        head = f"{'workload':<21}{'destination':<12}{'direct':>8}{'cpu':>7}{'floor/d':>8}"
+        for c in cols:
+            head += f"{c + '/d':>9}{'+cpu':>7}{'rss':>7}"
+        print(head + f"{'load':>6}")
         for name, script in (("zeros, no newline", zeros), ("text, 50-byte lines", text)):
             for dest_name, dest, hop in destinations(tmp):
                 direct = shlex.join(["sh", "-c", script])
-                (d, _), (f, _), (g, g_rss) = best_of_rounds(args.runs, [
-                    f"{direct} {dest}", f"{direct} {hop}", f"{shlex.join(guard('sh', '-c', script))} {dest}"])
-                print(f"{name:<21}{dest_name:<12}{d:>8.3f}s{f:>8.3f}s{g:>8.3f}s"
-                      f"{d / f:>9.2f}{d / g:>9.2f}{f / g:>10.2f}{g_rss / 1024:>9.1f}MB")
+                cmds = [f"{direct} {dest}", f"{direct} {hop}", f"{shlex.join(guard('sh', '-c', script))} {dest}"]
+                if args.baseline:
+                    cmds.append(f"{shlex.join(guard('sh', '-c', script, base=args.baseline))} {dest}")
+                results, load = best_of_rounds(args.runs, cmds)
+                (d, _, dcpu), (f, _, _) = results[:2]
+                row = f"{name:<21}{dest_name:<12}{d:>7.3f}s{dcpu:>6.2f}s{d / f:>8.2f}"
+                for g, g_rss, gcpu in results[2:]:
+                    row += f"{d / g:>9.2f}{gcpu - dcpu:>+6.2f}s{g_rss / 1024:>5.1f}MB"
+                print(row + f"{load:>6.1f}", flush=True)
     t, _ = best(args.runs, "true")
-    tg, rss_true = best(args.runs, shlex.join(guard("true")))
-    print(f"startup: true {t * 1000:.1f} ms, guard annotate -- true {tg * 1000:.1f} ms "
-          f"(+{(tg - t) * 1000:.1f} ms), peak RSS {rss_true / 1024:.1f} MB")
-    direct = latency(args.lines, False)
-    relayed = latency(args.lines, True)
+    for label, base in [("", None)] + ([("baseline ", args.baseline)] if args.baseline else []):
+        tg, rss_true = best(args.runs, shlex.join(guard("true", base=base)))
+        print(f"{label}startup: true {t * 1000:.1f} ms, guard annotate -- true {tg * 1000:.1f} ms "
+              f"(+{(tg - t) * 1000:.1f} ms), peak RSS {rss_true / 1024:.1f} MB, load {os.getloadavg()[0]:.1f}")
 
     def pct(xs: list[float], q: float) -> float:
         return sorted(xs)[min(len(xs) - 1, int(q * len(xs)))]
 
-    print(f"latency per line (µs)  direct: median {statistics.median(direct):.0f} p99 {pct(direct, 0.99):.0f}"
-          f"   relay: median {statistics.median(relayed):.0f} p99 {pct(relayed, 0.99):.0f}"
-          f"   added: median {statistics.median(relayed) - statistics.median(direct):.0f}")
+    direct = latency(args.lines, False)
+    for label, base in [("", None)] + ([("baseline ", args.baseline)] if args.baseline else []):
+        relayed = latency(args.lines, True, base)
+        print(f"{label}latency per line (µs)  direct: median {statistics.median(direct):.0f} p99 {pct(direct, 0.99):.0f}"
+              f"   relay: median {statistics.median(relayed):.0f} p99 {pct(relayed, 0.99):.0f}"
+              f"   added: median {statistics.median(relayed) - statistics.median(direct):.0f}"
+              f"   load {os.getloadavg()[0]:.1f}")
     return 0
 
 

@@ -194,3 +194,89 @@ def test_not_a_pipe_means_no_tee(tmp_path: Path) -> None:
         os.dup2(saved, 2)
         os.close(saved)
         os.close(fd)
+
+
+# A needle across a boundary: real bash writes bulk text (the relay splices and tees from the
+# first large read on), then the failing git line placed so that its literals straddle a round
+# of the relay (a tee takes at most 1 MiB), a slice of the literal search (64 KiB) or a pipe page.
+BASH_BULK = r"""
+yes 'an ordinary build log line that matches no rule' | head -c "$1" >&2
+printf '\n%s\n' "$2" >&2
+exit 128
+"""
+_LINE = GIT_LINE.rstrip(b"\n").decode()
+
+
+def _at(boundary: int, into: str) -> int:
+    """The bulk size that puts ``into`` (part of the git line) across ``boundary``."""
+    return boundary - 1 - _LINE.index(into) - len(into) // 2  # the printf's leading newline
+
+
+@pytest.mark.parametrize("boundary,into", [
+    (relay.READ_SIZE, "terminal prompts"),
+    (relay.READ_SIZE, "could not read Username"),
+    (2 * relay.READ_SIZE, "fatal: "),
+    (17 * 65536, "terminal prompts"),
+    (relay.BULK_MIN + 4096, "Username"),
+    (3 * relay.READ_SIZE + 7 * 4096, "prompts disabled"),
+])
+def test_a_needle_across_a_boundary_still_annotates(env: dict[str, str], boundary: int, into: str) -> None:
+    bulk = _at(boundary, into)
+    data, status = _relayed(["bash", "-c", BASH_BULK, "bash", str(bulk), _LINE], env)
+    assert status == 128
+    yes = b"an ordinary build log line that matches no rule\n"
+    want = (yes * (bulk // len(yes) + 1))[:bulk] + b"\n" + GIT_LINE
+    assert data[: len(want)] == want
+    assert data[len(want) :].startswith(b"[guard] git could not authenticate")
+
+
+@pytest.mark.parametrize("cut", [5, 30, 47, 60])
+def test_a_line_written_in_two_halves_apart_after_bulk_output_annotates(env: dict[str, str], cut: int) -> None:
+    """Bash writes 4 MiB, then the git line in two writes 50 ms apart: the halves arrive in
+    different rounds, with a pause between them."""
+    script = ('head -c 4194304 /dev/zero >&2; printf "\\n" >&2; printf "%s" "${1:0:' + str(cut) + '}" >&2;'
+              ' sleep 0.05; printf "%s\\n" "${1:' + str(cut) + '}" >&2; exit 128')
+    data, status = _relayed(["bash", "-c", script, "bash", _LINE], env)
+    assert status == 128
+    assert data.startswith(bytes(4 << 20) + b"\n" + GIT_LINE)
+    assert data[(4 << 20) + 1 + len(GIT_LINE) :].startswith(b"[guard] git could not authenticate")
+
+
+def test_bulk_output_with_no_needle_gets_no_annotation_and_arrives_whole(env: dict[str, str]) -> None:
+    data, status = _relayed(["bash", "-c", "yes 'fatal: not quite a git line' | head -c 20000000 >&2; exit 128"],
+                            env)
+    assert status == 128
+    assert data == (b"fatal: not quite a git line\n" * (20000000 // 28 + 1))[:20000000]
+
+
+def test_the_pause_waits_for_a_fill_and_never_past_its_cap() -> None:
+    r, w = os.pipe()
+    saved = os.dup(2)
+    out_r, out_w = os.pipe()
+    os.dup2(out_w, 2)
+    try:
+        tee = relay._PipeTee.open(r)
+        assert tee is not None
+        assert tee.pause(relay.BULK_FILL) == 0.0  # a full round: go on at once
+        assert tee.pause(0) == relay.BULK_PAUSE
+        tee._prev, tee._at = tee._at - 10.0, tee._at  # 4 KiB in 10 s: a slow writer
+        assert tee.pause(4096) == relay.BULK_PAUSE
+        tee._prev, tee._at = tee._at - 1e-6, tee._at - 1e-6  # 128 KiB in 1 µs: a fast one
+        assert tee.pause(relay.BULK_FILL // 2) == 0.0
+        tee.close()
+    finally:
+        os.dup2(saved, 2)
+        for fd in (saved, r, w, out_r, out_w):
+            os.close(fd)
+
+
+def test_a_match_in_the_read_that_starts_bulk_mode_is_found(env: dict[str, str]) -> None:
+    """One large write: the read that switches the relay to tee and splice holds the line, and
+    it is scanned from where it was read, not from the duplicate's buffer."""
+    yes = b"an ordinary build log line that matches no rule\n"
+    body = yes * (600_000 // len(yes)) + GIT_LINE + yes * (2_000_000 // len(yes))
+    script = (f"import os\nyes = {yes!r}\nv = memoryview(yes * {600_000 // len(yes)} + {GIT_LINE!r}"
+              f" + yes * {2_000_000 // len(yes)})\nwhile v: v = v[os.write(2, v):]\nraise SystemExit(128)")
+    data, status = _relayed([PY, "-c", script], env)
+    assert status == 128
+    assert data.startswith(body) and data[len(body) :].startswith(b"[guard] git could not authenticate")
