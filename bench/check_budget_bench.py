@@ -63,7 +63,7 @@ def main() -> int:
         lines += [("fuzz", line) for _, line in fuzzgen.fuzz_lines(ns.fuzz, 20261201, Path(ns.shared))]
     ctx = Context.from_environ(cwd="/workspace/app", trees=("/workspace",), env={"HOME": "/root", "PATH": "/usr/bin:/bin"})
     analyze("true", ctx)
-    worker = budget.Worker(lambda raw: _handle_line(raw, ctx), ns.seconds, ns.memory)
+    worker = budget.Worker(lambda raw: _handle_line(raw, ctx), ns.seconds, ns.memory, peaks=True)
     times: list[float] = []
     peaks: list[int] = []
     worst: list[tuple[float, int, str, bytes]] = []
