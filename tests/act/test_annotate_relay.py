@@ -285,7 +285,9 @@ def test_a_file_shared_with_stdout_is_relayed_and_stdout_is_not_read(tmp_path: P
         p = subprocess.run(guard(*sh(script)), env=env, stdout=fh, stderr=fh, timeout=60)
     assert p.returncode == 128
     text = log.read_text()
-    assert text.splitlines()[0].startswith("pipe:[")  # relayed through the guard's pipe
+    # relayed through the guard's pipe; when that line lands beside stdout's own writes is the
+    # scheduler's to decide (a relay thread waiting for a CPU lets the echo after it go first)
+    assert any(line.startswith("pipe:[") for line in text.splitlines()), text
     assert GIT_LINE in text and "[guard] " not in text  # stdout is the program's own, unread
 
 
