@@ -17,6 +17,10 @@ except ImportError:  # pragma: no cover - other Pythons
 
 from guard.launch import original_environ, reset_signals
 
+TYPE_CHECKING = False
+if TYPE_CHECKING:  # imported where it is used: not on guard-shell -c's path
+    from guard.shell_state import SessionState
+
 REFUSED_STATUS = 126
 DEFAULT_REAL_SHELL = "/bin/bash"
 # The analysis of one command gets this many seconds; past it the guard's own failure policy
@@ -163,6 +167,15 @@ def decide(
         return failure_decision(f"the engine returned no verdict ({kind!r})", base_env)
     except (Exception, RecursionError, MemoryError, _AnalysisTimeout) as exc:  # noqa: B014
         return failure_decision(reason(exc), base_env)
+
+
+def decide_in(command: str, state: SessionState) -> Decision:
+    """``decide`` for a line of a live session (stdin stream or terminal): with the cwd,
+    aliases, functions and variables its real shell had after the last command."""
+    from guard.shell_state import analysis_env
+
+    return decide(command, cwd=state.cwd, aliases=dict(state.aliases), functions=dict(state.functions),
+                  env=analysis_env(state))
 
 
 def passes_precheck(

@@ -31,14 +31,14 @@ from guard.launch import original_environ
 from guard.shell_args import ShellArgs
 from guard.shell_decide import (
     REFUSED_STATUS,
-    decide,
+    decide_in,
     failure_decision,
     launch,
     real_shell,
     record_refusal,
     say,
 )
-from guard.shell_state import INCOMPLETE, SessionState, analysis_env, ends_with_continuation, parse_state
+from guard.shell_state import INCOMPLETE, SessionState, ends_with_continuation, parse_state
 
 # Options of the outer command line that the session's real shell gets too.
 _PASS_LONG = {"--login", "--norc", "--noprofile", "--posix", "--restricted", "--rcfile", "--init-file"}
@@ -466,13 +466,7 @@ def interactive_session(parsed: ShellArgs) -> int:
             if not text.strip():
                 continue
             st = session.state
-            decision = decide(
-                text,
-                cwd=st.cwd,
-                aliases=dict(st.aliases),
-                functions=dict(st.functions),
-                env=analysis_env(st),
-            )
+            decision = decide_in(text, st)
             if decision.message:
                 session._emit((decision.message.rstrip("\n") + "\n").replace("\n", "\r\n").encode())
             if decision.action == "refuse":

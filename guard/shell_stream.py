@@ -28,8 +28,8 @@ import sys
 
 from guard.fdio import read_exact, write_all
 from guard.shell_args import ShellArgs
-from guard.shell_decide import REFUSED_STATUS, decide, launch, real_shell, record_refusal, say
-from guard.shell_state import INCOMPLETE, analysis_env, ends_with_continuation, parse_state
+from guard.shell_decide import REFUSED_STATUS, decide_in, launch, real_shell, record_refusal, say
+from guard.shell_state import INCOMPLETE, ends_with_continuation, parse_state
 
 # A command line longer than this is not buffered for analysis: the failure policy applies to
 # it and it is passed on as read.
@@ -415,13 +415,7 @@ def feed(in_fd: int, cmd_fd: int, state_fd: int, stdin_fd: int, nonce: str, name
             if not write_all(cmd_fd, raw):
                 return 0
             continue
-        decision = decide(
-            text,
-            cwd=state.cwd,
-            aliases=dict(state.aliases),
-            functions=dict(state.functions),
-            env=analysis_env(state),
-        )
+        decision = decide_in(text, state)
         if decision.message:
             say(decision.message)
         full = False
@@ -448,8 +442,7 @@ def feed(in_fd: int, cmd_fd: int, state_fd: int, stdin_fd: int, nonce: str, name
             if not line:
                 return 0
             more = line.replace(b"\0", b"").decode("utf-8", "surrogateescape")
-            decision = decide(more, cwd=state.cwd, aliases=dict(state.aliases), functions=dict(state.functions),
-                              env=analysis_env(state))
+            decision = decide_in(more, state)
             if decision.message:
                 say(decision.message)
             if decision.action == "refuse":
