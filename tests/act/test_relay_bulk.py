@@ -280,3 +280,25 @@ def test_a_match_in_the_read_that_starts_bulk_mode_is_found(env: dict[str, str])
     data, status = _relayed([PY, "-c", script], env)
     assert status == 128
     assert data.startswith(body) and data[len(body) :].startswith(b"[guard] git could not authenticate")
+
+
+@pytest.mark.parametrize("boundary,into", [
+    (relay.READ_SIZE, "terminal prompts"),
+    (relay.BULK_MIN, "could not read"),
+    (5 * relay.READ_SIZE + 65536, "fatal: "),
+])
+def test_a_needle_across_a_boundary_of_a_file_follower_still_annotates(
+        env: dict[str, str], tmp_path: Path, boundary: int, into: str) -> None:
+    """stderr a regular file: the command writes it, the follower reads it back (switching to
+    its aligned buffer after the first large read) and the note is appended after the line."""
+    bulk = _at(boundary, into)
+    log = tmp_path / "err.log"
+    with open(log, "wb") as fh:
+        p = subprocess.run([PY, "-m", "guard.act.annotate_cmd", "--", "bash", "-c", BASH_BULK, "bash",
+                            str(bulk), _LINE], env=env, stderr=fh, stdout=subprocess.DEVNULL, timeout=120)
+    assert p.returncode == 128
+    data = log.read_bytes()
+    yes = b"an ordinary build log line that matches no rule\n"
+    want = (yes * (bulk // len(yes) + 1))[:bulk] + b"\n" + GIT_LINE
+    assert data[: len(want)] == want
+    assert data[len(want) :].startswith(b"[guard] git could not authenticate")
