@@ -157,36 +157,36 @@ class Literals:
         self._overlap = max((len(x) for x in lits), default=1) - 1
 
     def lines(self, data: Any, lo: int, hi: int) -> list[tuple[int, int]]:
+        spans: list[tuple[int, int]] = []
         if not self._searches:
-            return []
-        starts: list[tuple[int, int]] = []
+            return spans
         with memoryview(data) as view:
             a = lo
-            while a < hi:
+            while a < hi:  # a slice's occurrences become spans before the next slice is searched
                 b = min(hi, a + LITERAL_SLICE + self._overlap)
                 with view[a:b] as piece:
-                    for search in self._searches:
-                        for _, s, e in search.find_matches_as_indexes(piece):
-                            starts.append((a + s, a + e))
+                    found = sorted(m[1:] for search in self._searches for m in search.find_matches_as_indexes(piece))
+                for s, e in found:
+                    self._add(spans, data, lo, hi, a + s, a + e)
                 a += LITERAL_SLICE
-        if not starts:
-            return []
-        starts.sort()
-        spans: list[tuple[int, int]] = []
-        for s, e in starts:
-            if spans and s < spans[-1][1]:
-                if e > spans[-1][1]:  # a literal across a newline: never part of a match, but cheap
-                    end = data.find(b"\n", e - 1, hi)
-                    spans[-1] = (spans[-1][0], hi if end < 0 else end)
-                continue
-            start = data.rfind(b"\n", lo, s) + 1 or lo
-            end = data.find(b"\n", max(s, e - 1), hi)
-            end = hi if end < 0 else end
-            if spans and start <= spans[-1][1] + 1:  # the next line, or the same: one span
-                spans[-1] = (spans[-1][0], end)
-            else:
-                spans.append((max(start, lo), end))
         return spans
+
+    @staticmethod
+    def _add(spans: list[tuple[int, int]], data: Any, lo: int, hi: int, s: int, e: int) -> None:
+        """Add the line(s) of the occurrence ``data[s:e]`` to ``spans`` (occurrences come in order
+        of start within a slice, and a slice's after the previous slice's)."""
+        if spans and s < spans[-1][1]:
+            if e > spans[-1][1]:  # a literal across a newline: never part of a match, but cheap
+                end = data.find(b"\n", e - 1, hi)
+                spans[-1] = (spans[-1][0], hi if end < 0 else end)
+            return
+        start = data.rfind(b"\n", lo, s) + 1 or lo
+        end = data.find(b"\n", max(s, e - 1), hi)
+        end = hi if end < 0 else end
+        if spans and start <= spans[-1][1] + 1:  # the next line, or the same: one span
+            spans[-1] = (spans[-1][0], end)
+        else:
+            spans.append((start, end))
 
 
 class StreamMatcher:
