@@ -33,6 +33,7 @@ import json
 import os
 import re
 import shutil
+import stat
 import tempfile
 from collections.abc import Iterator, Mapping
 from concurrent.futures import ThreadPoolExecutor
@@ -47,6 +48,10 @@ from guard.audit.read import Loaded, Record, files_under, records_in_line
 
 DEFAULT_MEMORY = "300MB"
 PIECE = 64 * 1024 * 1024  # bytes of log DuckDB reads as one value
+# Up to this much log the records are held in an in-memory database (writing a database file
+# costs about 1.5 s of CPU a million records); past it, in a file in the work directory, whose
+# pages DuckDB can always write out when memory_limit is reached.
+MEMORY_DB_BYTES = 512 * 1024 * 1024
 _FIELDS = ("id", "ts", "verdict", "kind", "rule", "category", "agent", "thread", "command", "role")
 _STRING_FIELDS = _FIELDS[2:]
 # A lone surrogate (a JSON "\\udXXX" escape) cannot be held by DuckDB: it travels as a character
@@ -177,7 +182,7 @@ class DuckEngine:
         self._threads = threads or max(1, min(_cores(), 4))
         try:
             self.con = duckdb.connect(
-                ":memory:",  # tables spill to temp_directory past memory_limit
+                ":memory:" if _input_bytes(paths) <= MEMORY_DB_BYTES else os.path.join(self._dir, "audit.duckdb"),
                 config={
                     "memory_limit": memory_limit or DEFAULT_MEMORY,
                     "temp_directory": os.path.join(self._dir, "spill"),
@@ -227,14 +232,17 @@ class DuckEngine:
                 copies.append((len(names) - 1, lambda: contextlib.nullcontext(stdin)))
                 continue
             for target in files_under(path) if os.path.isdir(path) else [path]:
-                with open(target, "rb"):  # an unreadable log is named now, as the reader does
-                    pass
+                # A pipe (<(zcat …)) can be read once only: it is copied, as a large file is.
+                regular = stat.S_ISREG(os.stat(target).st_mode)
+                if regular:
+                    with open(target, "rb"):  # an unreadable log is named now, as the reader does
+                        pass
                 names.append(target)
                 src = len(names) - 1
                 real = os.path.abspath(target)
                 if target.endswith(".gz"):
                     copies.append((src, lambda t=target: gzip.open(t, "rb")))
-                elif os.path.getsize(real) > PIECE:
+                elif not regular or os.path.getsize(real) > PIECE:
                     copies.append((src, lambda t=real: open(t, "rb")))
                 else:
                     if real in seen or any(c in real for c in "*?[]{}"):
@@ -277,7 +285,11 @@ class DuckEngine:
         exact = pieces if self.keep_raw else self._read_fast(pieces)
         if not self.keep_raw:
             # The commands' normalised forms are worked out while the rest is read and merged
-            # (DuckDB lets go of the GIL while it runs), for the report's "refused most".
+            # (DuckDB lets go of the GIL while it runs), for the report's "refused most". The
+            # rule set is loaded here first: its loader points fd 2 away while it runs.
+            from guard.audit.ruleset import program_specs
+
+            program_specs()
             self._folding = ThreadPoolExecutor(max_workers=1)
             self._forms = self._folding.submit(self._fold_commands, self.con.cursor())
         self._read_exact(exact)
@@ -730,6 +742,22 @@ def _split(opener: Any, prefix: str) -> Iterator[tuple[int, str]]:
                 lines += buf.count(b"\n", 0, cut)
                 del buf[:cut]
                 n += 1
+
+
+def _input_bytes(paths: list[str]) -> int:
+    """About how much log ``paths`` hold, uncompressed; standard input and pipes count as large."""
+    total = 0
+    for path in paths:
+        try:
+            targets = files_under(path) if os.path.isdir(path) else [path]
+            for target in targets:
+                st = os.stat(target)
+                if not stat.S_ISREG(st.st_mode):
+                    return MEMORY_DB_BYTES + 1
+                total += st.st_size * (10 if target.endswith(".gz") else 1)
+        except OSError:
+            continue
+    return total + (MEMORY_DB_BYTES + 1 if "-" in paths else 0)
 
 
 def _cores() -> int:

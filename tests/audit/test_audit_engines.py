@@ -282,3 +282,27 @@ def test_a_file_that_is_a_copy_of_another_adds_only_duplicates(tmp_path: Path) -
     assert got["duckdb"].stdout == got["python"].stdout
     data = json.loads(got["duckdb"].stdout)
     assert data["summary"]["records"] == 500 and data["summary"]["duplicates"] == 1500
+
+
+def test_a_named_pipe_is_read_once(tmp_path: Path) -> None:
+    """A log handed over as a pipe (``guard audit <(zcat log.gz)``) can be read once only: the
+    DuckDB engine copies it first, and reports on it as the Python engine does."""
+    if "duckdb" not in engines():
+        pytest.skip("DuckDB is not installed (pip install 'guard[audit]')")
+    import os
+    import threading
+
+    from audit_records import record
+
+    text = "\n".join(json.dumps(record(i * 5.0, id=f"p{i:03d}")) for i in range(200)) + "\n"
+    fifo = tmp_path / "log.jsonl"
+    os.mkfifo(fifo)
+    got = {}
+    for e in engines():
+        writer = threading.Thread(target=fifo.write_text, args=(text,))
+        writer.start()
+        got[e] = audit(e, [str(fifo), "--json"])
+        writer.join()
+    assert got["duckdb"].returncode == 0, got["duckdb"].stderr
+    assert got["duckdb"].stdout == got["python"].stdout
+    assert json.loads(got["duckdb"].stdout)["summary"]["records"] == 200
