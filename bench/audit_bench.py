@@ -248,7 +248,7 @@ def report_main(argv: list[str]) -> None:
     p.add_argument("--runs", type=int, default=1, help="runs per engine and size (the median is printed)")
     p.add_argument("--baseline-cap-gb", type=float, default=6.0)
     p.add_argument(
-        "--base-rev", default="3433f34", help="the DuckDB engine of this commit runs too ('' for none)"
+        "--base-rev", default="a00e9d8", help="the DuckDB engine of this commit runs too ('' for none)"
     )
     p.add_argument(
         "--no-baseline-above",

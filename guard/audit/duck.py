@@ -200,9 +200,6 @@ class DuckEngine:
             raise
 
     def close(self) -> None:
-        folding = getattr(self, "_folding", None)
-        if folding is not None:
-            folding.shutdown(cancel_futures=True)
         con = getattr(self, "con", None)
         if con is not None:
             con.close()
@@ -283,36 +280,9 @@ class DuckEngine:
         )
         self._lines: list[tuple[int, int, str]] = []  # (source, line number, text) for Python
         exact = pieces if self.keep_raw else self._read_fast(pieces)
-        if not self.keep_raw:
-            # The commands' normalised forms are worked out while the rest is read and merged
-            # (DuckDB lets go of the GIL while it runs), for the report's "refused most". The
-            # rule set is loaded here first: its loader points fd 2 away while it runs.
-            from guard.audit.ruleset import program_specs
-
-            program_specs()
-            self._folding = ThreadPoolExecutor(max_workers=1)
-            self._forms = self._folding.submit(self._fold_commands, self.con.cursor())
         self._read_exact(exact)
         self._read_odd_lines()
         self._merge()
-
-    def _fold_commands(self, cur: Any) -> dict[str, str]:
-        from guard.audit.normalise import normalise_command
-
-        commands = [r[0] for r in cur.execute("SELECT DISTINCT command FROM fast WHERE ok AND command IS NOT NULL").fetchall()]
-        return {command: normalise_command(_unmask(command)) for command in commands}
-
-    def _normalised(self) -> Any:
-        """``normalise_command`` of a (masked) command, from the forms worked out while loading."""
-        from guard.audit.normalise import normalise_command
-
-        forms = self._forms.result() if getattr(self, "_forms", None) is not None else {}
-
-        def form(command: str) -> str:
-            found = forms.get(command)
-            return normalise_command(_unmask(command)) if found is None else found
-
-        return form
 
     def _read_exact(self, pieces: list[tuple[int, int, str]]) -> None:
         """Read ``pieces`` line by line in SQL (the lines it leaves whole go to Python)."""
@@ -578,6 +548,7 @@ class DuckEngine:
         return (con or self.con).execute(sql, used).fetchall()
 
     def report(self, top_n: int, window_minutes: float, rule_ids: list[str] | None) -> dict[str, Any]:
+        from guard.audit.normalise import normalise_command
         from guard.audit.pyreport import days_between
 
         params = {"top": top_n, "window_s": window_minutes * 60}
@@ -587,11 +558,10 @@ class DuckEngine:
         with ThreadPoolExecutor(max_workers=1) as pool:
             retries = pool.submit(self._rows, queries.RETRIES, params, self.con.cursor())
             folded: dict[str, int] = {}
-            form = self._normalised()
             cur = self.con.cursor().execute(queries.REFUSED_COMMANDS)
             while batch := cur.fetchmany(10000):
                 for command, count in batch:
-                    key = form(command)
+                    key = normalise_command(_unmask(command))
                     folded[key] = folded.get(key, 0) + count
             commands = sorted(folded.items(), key=lambda kv: (-kv[1], kv[0]))[:top_n]
             threads_rows = retries.result()
@@ -645,6 +615,7 @@ class DuckEngine:
     def details(self, data: dict[str, Any], top_n: int, window_minutes: float) -> dict[str, Any]:
         """What the HTML page shows beside the report: refusals per day and category,
         annotations by rule, and the commands behind each row."""
+        from guard.audit.normalise import normalise_command
         from guard.audit.pyreport import SAMPLES, day_name, top_commands
 
         params = {"top": top_n, "window_s": window_minutes * 60}
@@ -663,9 +634,8 @@ class DuckEngine:
             commands[kind] = {k: top_commands(v) for k, v in counts.items()}
         wanted = {row["key"] for row in data["top"]["command"]}
         by_form: dict[str, list[tuple[str, int]]] = {}
-        normalised = self._normalised()
         for command, count in self._rows(queries.REFUSED_COMMANDS):
-            form = normalised(command)
+            form = normalise_command(_unmask(command))
             if form in wanted:
                 by_form.setdefault(form, []).append((command, count))
         commands["command"] = {k: top_commands(v) for k, v in by_form.items()}
