@@ -47,6 +47,7 @@ from guard.audit import queries
 from guard.audit.read import Loaded, Record, files_under, records_in_line
 
 DEFAULT_MEMORY = "300MB"
+LARGE_MEMORY = "640MB"  # past MEMORY_DB_BYTES of log: merging ten million ids needs more pinned
 PIECE = 64 * 1024 * 1024  # bytes of log DuckDB reads as one value
 # Up to this much log the records are held in an in-memory database (writing a database file
 # costs about 1.5 s of CPU a million records); past it, in a file in the work directory, whose
@@ -181,10 +182,11 @@ class DuckEngine:
         self._dir = tempfile.mkdtemp(prefix="guard-audit-")
         self._threads = threads or max(1, min(_cores(), 4))
         try:
+            small = _input_bytes(paths) <= MEMORY_DB_BYTES
             self.con = duckdb.connect(
-                ":memory:" if _input_bytes(paths) <= MEMORY_DB_BYTES else os.path.join(self._dir, "audit.duckdb"),
+                ":memory:" if small else os.path.join(self._dir, "audit.duckdb"),
                 config={
-                    "memory_limit": memory_limit or DEFAULT_MEMORY,
+                    "memory_limit": memory_limit or (DEFAULT_MEMORY if small else LARGE_MEMORY),
                     "temp_directory": os.path.join(self._dir, "spill"),
                     "preserve_insertion_order": False,
                     "threads": self._threads,
