@@ -47,11 +47,10 @@ from guard.audit import queries
 from guard.audit.read import Loaded, Record, files_under, records_in_line
 
 DEFAULT_MEMORY = "300MB"
-LARGE_MEMORY = "640MB"  # past MEMORY_DB_BYTES of log: merging ten million ids needs more pinned
 PIECE = 64 * 1024 * 1024  # bytes of log DuckDB reads as one value
 # Up to this much log the records are held in an in-memory database (writing a database file
-# costs about 1.5 s of CPU a million records); past it, in a file in the work directory, whose
-# pages DuckDB can always write out when memory_limit is reached.
+# costs about 1.5 s of CPU a million records) and read by the fast reader; past it, in a file in
+# the work directory, whose pages DuckDB can always write out when memory_limit is reached.
 MEMORY_DB_BYTES = 512 * 1024 * 1024
 _FIELDS = ("id", "ts", "verdict", "kind", "rule", "category", "agent", "thread", "command", "role")
 _STRING_FIELDS = _FIELDS[2:]
@@ -186,7 +185,7 @@ class DuckEngine:
             self.con = duckdb.connect(
                 ":memory:" if small else os.path.join(self._dir, "audit.duckdb"),
                 config={
-                    "memory_limit": memory_limit or (DEFAULT_MEMORY if small else LARGE_MEMORY),
+                    "memory_limit": memory_limit or DEFAULT_MEMORY,
                     "temp_directory": os.path.join(self._dir, "spill"),
                     "preserve_insertion_order": False,
                     "threads": self._threads,
@@ -194,6 +193,7 @@ class DuckEngine:
             )
             self.con.execute(_MACROS)
             self.keep_raw = keep_raw
+            self._small = small
             self.loaded = Loaded()
             self._names: list[str] = []
             self._load(paths, stdin)
@@ -281,7 +281,10 @@ class DuckEngine:
             " FROM fast AS f JOIN fast_place AS p USING (n) JOIN fast_files AS x USING (n)"
         )
         self._lines: list[tuple[int, int, str]] = []  # (source, line number, text) for Python
-        exact = pieces if self.keep_raw else self._read_fast(pieces)
+        # Past MEMORY_DB_BYTES of log (and from a pipe) every line is read the exact way: with the
+        # fast reader, ten million records ran out of memory in the merge even at 640MB (cause not
+        # yet found), where the exact reader finishes in 300MB.
+        exact = pieces if self.keep_raw or not self._small else self._read_fast(pieces)
         self._read_exact(exact)
         self._read_odd_lines()
         self._merge()
