@@ -71,7 +71,8 @@ def main() -> None:
                                               + (["--baseline", ns.baseline] if ns.baseline else [])),
         ("under load", [str(HERE / "load_bench.py"), *load]),
         ("stderr relay", [str(HERE / "relay_bench.py"), "--size", relay_size,
-                          "--runs", "1" if ns.quick else "3"]),
+                          "--runs", "1" if ns.quick else "3"]
+                         + (["--baseline", ns.baseline] if ns.baseline else [])),
         ("audit log", [str(HERE / "audit_bench.py")] + (["--records", "1000"] if ns.quick else [])),
     ]
     for title, args in runs:
