@@ -22,9 +22,12 @@ from guard.serve import wire
 
 OFF_VALUES = ("0", "off", "no", "false")
 CONNECT_TIMEOUT = 2.0
-# A worker says it has taken the connection (wire.READY) before anything is sent; a server that
-# cannot do that within this long (stopped, overloaded) is not waited for.
+# A worker says it has taken the connection (wire.READY) before anything is sent. A server that
+# cannot do that within this long is waited for again only while it is answering other requests
+# (its count of answers grows: busy, not stopped), for at most BUSY_TIMEOUT in all: falling back
+# to an in-process analysis then would cost this caller, and a loaded machine, far more.
 READY_TIMEOUT = 1.0
+BUSY_TIMEOUT = 10.0
 # The server's own analysis gives up after 10 s (guard.shell.ANALYSIS_TIMEOUT); past this the
 # caller stops waiting and analyses in-process.
 REPLY_TIMEOUT = 15.0
@@ -110,8 +113,7 @@ def ask(argv: list[bytes], cwd: str, env: dict[bytes, bytes], *, start: bool = T
             return None
         if not trusted_peer(sock):
             return None
-        sock.settimeout(READY_TIMEOUT)
-        if sock.recv(1) != wire.READY:
+        if not _ready(sock, path):
             return None  # nothing was sent: no worker will act on this command
         sock.settimeout(REPLY_TIMEOUT)
         sock.sendall(request)
@@ -122,6 +124,23 @@ def ask(argv: list[bytes], cwd: str, env: dict[bytes, bytes], *, start: bool = T
         return None
     finally:
         sock.close()
+
+
+def _ready(sock: object, path: str) -> bool:
+    """Wait for a worker's READY: READY_TIMEOUT at a time, again while the server's count of
+    answers moves (it is busy), up to BUSY_TIMEOUT."""
+    waited = 0.0
+    seen = answered(path)
+    while True:
+        sock.settimeout(READY_TIMEOUT)  # type: ignore[attr-defined]
+        try:
+            return sock.recv(1) == wire.READY  # type: ignore[attr-defined]
+        except TimeoutError:
+            waited += READY_TIMEOUT
+            now = answered(path)
+            if waited >= BUSY_TIMEOUT or now is None or now == seen:
+                return False  # stopped or stuck: decide in-process
+            seen = now
 
 
 def trusted_peer(sock: object) -> bool:

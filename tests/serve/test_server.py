@@ -457,6 +457,24 @@ def test_a_stopped_server_is_not_waited_for(sock: str, tmp_path: Path) -> None:
     assert len(_audit(tmp_path / "a.jsonl")) == 1  # decided once, in-process: the worker never got it
 
 
+def test_a_busy_server_is_waited_for_while_it_answers_others(sock: str) -> None:
+    """One worker at a time, each slow to take its connection: callers queue for longer than
+    READY_TIMEOUT, but the server's count of answers moves, so each is answered rather than
+    falling back to an in-process analysis."""
+    patch = ("server.POOL = 1\nimport time\n_serve = server.serve_one\n"
+             "def slow(conn):\n    time.sleep(0.4)\n    _serve(conn)\n"
+             "server.serve_one = slow\n")
+    start_server(sock, patch=patch)
+    ask("true")  # the first worker is up
+    from concurrent.futures import ThreadPoolExecutor
+
+    t = time.monotonic()
+    with ThreadPoolExecutor(5) as pool:
+        replies = list(pool.map(lambda _: ask("git status"), range(5)))
+    assert time.monotonic() - t > client.READY_TIMEOUT  # some did wait past the first timeout
+    assert all(r is not None for r in replies), replies
+
+
 def test_the_idle_clock_starts_at_the_last_request_not_at_a_workers_birth(sock: str) -> None:
     proc = start_server(sock, patch="server.IDLE_SECONDS = 3.0")
     env = {"PATH": "/usr/bin:/bin", "HOME": "/root"}
