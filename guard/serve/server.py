@@ -5,7 +5,7 @@ Start-up: check that this process is the guard the key names, take the lock besi
 freeze the heap, then listen.
 
 Requests are answered by forked workers. ``POOL`` of them wait on the socket at any time; each
-has already run a few analyses after the fork, so the pages a request touches are its own before
+has already run one analysis after the fork, so the pages a request touches are its own before
 the request arrives (copy-on-write faults would otherwise add about 2 ms). A worker answers one
 connection and exits, and the server forks its replacement, so nothing one request does
 (environment, working directory, caches) is seen by the next. The worker runs
