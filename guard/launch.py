@@ -115,6 +115,12 @@ def plain_command(args: "Sequence[str]", env: dict[bytes, bytes]) -> bool:
 # The command text the pre-check refused here, with nothing shadowed: guard.shell need not ask it
 # again (shadowing more names cannot make it plain).
 not_plain: str | None = None
+# The analysis server's worker has ``not_plain``'s request (``send_early``): guard.shell reads
+# the reply (``pending``) instead of asking again. ``sent`` says the launcher tried (a None
+# ``pending`` then means no trustworthy worker took it: guard.shell decides in-process at once
+# rather than wait for the server a second time).
+sent = False
+pending: object | None = None
 
 
 def real_shell(env: dict[bytes, bytes]) -> bytes:
@@ -137,6 +143,29 @@ def exec_if_plain(args: "Sequence[str]") -> None:
         posix.execve(shell, [shell, *argv], env)
     except OSError:
         return
+
+
+def send_early(args: "Sequence[str]") -> None:
+    """Send the request for a ``-c`` command the pre-check did not pass (``not_plain``) to the
+    analysis server now, before ``os`` and ``guard.shell`` are imported, so the worker analyses
+    it while they load. The request is the one ``guard.shell.served_decision`` would send: the
+    same argv, working directory and environment."""
+    global sent, pending
+    if not_plain is None or sent:
+        return
+    try:
+        from guard.serve import client
+
+        own = posix.environ
+        if not client.enabled(client.text_env(own)):
+            return
+        cwd = posix.getcwd()
+        encode = sys.getfilesystemencoding(), sys.getfilesystemencodeerrors()
+        argv = [a.encode(*encode) for a in args]
+        sent = True
+        pending = client.send(argv, cwd, dict(own), own)
+    except Exception:  # noqa: BLE001 - anything odd: guard.shell asks or decides as before
+        sent, pending = False, None
 
 
 # --------------------------------------------------------------------------- the #! line

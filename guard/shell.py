@@ -314,15 +314,19 @@ def served_decision(args: list[str], text: str, cwd: str | None, parsed: ShellAr
     if cwd is None or "guard.engine" in sys.modules:
         return None
     try:
-        functions = exported_functions(os.environ)
-        if (text != launcher.not_plain and not startup_texts(parsed, os.environ)
-                and passes_precheck(text, os.environ, None, functions)):
-            return Decision("run", plain=True)
         from guard.serve import client
 
-        if not client.enabled(os.environ):
-            return None
-        reply = client.ask([os.fsencode(a) for a in args], cwd, dict(os.environb))
+        if launcher.sent and text == launcher.not_plain:  # the launcher sent this request
+            _preload_relay()  # while the worker analyses
+            reply = client.receive(launcher.pending)  # type: ignore[arg-type]
+        else:
+            functions = exported_functions(os.environ)
+            if (text != launcher.not_plain and not startup_texts(parsed, os.environ)
+                    and passes_precheck(text, os.environ, None, functions)):
+                return Decision("run", plain=True)
+            if not client.enabled(os.environ):
+                return None
+            reply = client.ask([os.fsencode(a) for a in args], cwd, dict(os.environb))
     except Exception:  # noqa: BLE001 - any trouble: decide here
         return None
     if reply is None:
@@ -333,6 +337,15 @@ def served_decision(args: list[str], text: str, cwd: str | None, parsed: ShellAr
     if action == b"refuse":
         return Decision("refuse")
     return Decision("run", plain=action == b"plain")
+
+
+def _preload_relay() -> None:
+    """Import the stderr relay while a worker analyses: most analysed commands then run under
+    it, and the import no longer waits for the reply."""
+    try:
+        import guard.act.relay  # noqa: F401
+    except Exception:  # noqa: BLE001 - launch reports a broken relay in its own way
+        pass
 
 
 def _write_err(data: bytes) -> None:

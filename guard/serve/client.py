@@ -1,5 +1,7 @@
-"""Asking the analysis server, from guard-shell. Imports only C modules (``_socket``,
-``_sha256``) besides ``os`` and ``sys``: this runs on the path of every analysed command.
+"""Asking the analysis server, from guard-shell. Imports only C modules (``posix``, ``_socket``,
+``_sha256``): ``guard.launch`` sends an analysed command's request from here before ``os`` or
+``guard.shell`` is imported, so the worker analyses it while guard-shell loads the rest
+(``send`` then ``receive``). Starting and stopping a server import ``os`` when they run.
 
 Where it listens: ``$XDG_RUNTIME_DIR/guard-<uid>/<key>.sock`` (else under ``/tmp``), in a folder
 that must be a real directory owned by this user and closed to everyone else. ``key`` names the
@@ -13,12 +15,16 @@ own processes, which is all guard asks of anything: it is guidance, not the secu
 command itself.
 """
 
-from __future__ import annotations
-
-import os
+# No `from __future__ import annotations` (a module file read on the launcher's path): the
+# annotations naming typing-only types are strings.
+import posix
 import sys
 
 from guard.serve import wire
+
+TYPE_CHECKING = False
+if TYPE_CHECKING:
+    from collections.abc import Mapping
 
 OFF_VALUES = ("0", "off", "no", "false")
 CONNECT_TIMEOUT = 2.0
@@ -31,16 +37,49 @@ BUSY_TIMEOUT = 10.0
 # The server's own analysis gives up after 10 s (guard.shell.ANALYSIS_TIMEOUT); past this the
 # caller stops waiting and analyses in-process.
 REPLY_TIMEOUT = 15.0
+SYMLINKS_MAX = 40  # as the kernel's ELOOP limit
 
 
-def enabled(env: dict[str, str] | os._Environ[str]) -> bool:
+def enabled(env: "Mapping[str, str]") -> bool:
     return env.get("GUARD_SERVER", "").strip().lower() not in OFF_VALUES
 
 
 def package_dir() -> str:
     """The guard package this process runs: its folder as imported. Not resolved (lstat calls on
     every command): the server imports guard from the same place, so it computes the same string."""
-    return os.path.dirname(os.path.dirname(os.path.abspath(__file__)))
+    return _absolute(__file__).rpartition("/")[0].rpartition("/")[0]
+
+
+def _absolute(path: str) -> str:
+    """``os.path.abspath`` for the paths used here (no ``..`` is folded: none occurs in them)."""
+    return path if path.startswith("/") else posix.getcwd() + "/" + path
+
+
+def realpath(path: str) -> str:
+    """``os.path.realpath`` of an absolute path, with ``posix`` alone: every symlink followed."""
+    done = ""
+    todo = [p for p in _absolute(path).split("/") if p]
+    seen = 0
+    while todo:
+        part = todo.pop(0)
+        if part == ".":
+            continue
+        if part == "..":
+            done = done.rpartition("/")[0]
+            continue
+        cand = done + "/" + part
+        try:
+            target = posix.readlink(cand)
+        except OSError:  # not a symlink (or absent: kept as written, like realpath)
+            done = cand
+            continue
+        seen += 1
+        if seen > SYMLINKS_MAX:
+            return _absolute(path)
+        if target.startswith("/"):
+            done = ""
+        todo[:0] = [p for p in target.split("/") if p]
+    return done or "/"
 
 
 def identity(executable: str | None = None, package: str | None = None) -> str:
@@ -50,56 +89,84 @@ def identity(executable: str | None = None, package: str | None = None) -> str:
     except ImportError:  # pragma: no cover - other Pythons
         from hashlib import sha256  # type: ignore[assignment]
 
-    exe = os.path.realpath(executable or sys.executable)  # python and python3 are one binary
-    text = "\0".join([exe, package or package_dir(), sys.version, str(os.getuid())])
+    exe = realpath(executable or sys.executable)  # python and python3 are one binary
+    text = "\0".join([exe, package or package_dir(), sys.version, str(posix.getuid())])
     return sha256(text.encode("utf-8", "surrogateescape")).hexdigest()[:16]
 
 
-def runtime_dir(env: dict[str, str] | os._Environ[str]) -> str | None:
+def runtime_dir(env: "Mapping[str, str]") -> str | None:
     """This user's private folder for server sockets, created if missing; None when the folder
     is not a directory of ours that nobody else can enter (then no server is used)."""
     base = env.get("XDG_RUNTIME_DIR") or ""
-    if not base.startswith("/") or not os.path.isdir(base):
+    if not base.startswith("/") or not _is_dir(base):
         base = "/tmp"
-    path = os.path.join(base, f"guard-{os.getuid()}")
+    path = f"{base.rstrip('/')}/guard-{posix.getuid()}"
     if private_dir(path):
         return path
     try:
-        os.mkdir(path, 0o700)
+        posix.mkdir(path, 0o700)
     except OSError:
         return None
     return path if private_dir(path) else None
 
 
+def _is_dir(path: str) -> bool:
+    try:
+        return posix.stat(path).st_mode & 0o170000 == 0o040000  # stat.S_ISDIR without stat
+    except (OSError, ValueError):
+        return False
+
+
 def private_dir(path: str) -> bool:
     try:
-        st = os.lstat(path)
-    except OSError:
+        st = posix.lstat(path)
+    except (OSError, ValueError):
         return False
-    is_dir = st.st_mode & 0o170000 == 0o040000  # stat.S_ISDIR without importing stat
-    return is_dir and st.st_uid == os.getuid() and not st.st_mode & 0o077
+    is_dir = st.st_mode & 0o170000 == 0o040000
+    return is_dir and st.st_uid == posix.getuid() and not st.st_mode & 0o077
 
 
-def socket_path(env: dict[str, str] | os._Environ[str], key: str | None = None) -> str | None:
+def socket_path(env: "Mapping[str, str]", key: str | None = None) -> str | None:
     folder = runtime_dir(env)
     if folder is None:
         return None
-    path = os.path.join(folder, f"{key or identity()}.sock")
+    path = f"{folder}/{key or identity()}.sock"
     return path if len(path.encode()) < 100 else None  # sun_path holds 108 bytes
+
+
+class Pending:
+    """A request sent to a worker that has taken it (``send``): its reply is read by ``receive``."""
+
+    __slots__ = ("sock",)
+
+    def __init__(self, sock: object) -> None:
+        self.sock = sock
+
+    def close(self) -> None:
+        self.sock.close()  # type: ignore[attr-defined]
 
 
 def ask(argv: list[bytes], cwd: str, env: dict[bytes, bytes], *, start: bool = True) -> tuple[bytes, bytes] | None:
     """The server's (action, stderr) for a guard-shell started with ``argv`` in ``cwd`` with
     ``env``; None when there is no trustworthy answer (after starting a server for next time,
     when ``start`` and none is listening)."""
+    import os  # a test or a host may have changed os.environ since the start
+
+    return receive(send(argv, cwd, env, os.environ, start=start))
+
+
+def send(argv: list[bytes], cwd: str, env: dict[bytes, bytes], own_env: "Mapping[bytes, bytes]", *,
+         start: bool = True) -> Pending | None:
+    """Connect, check the listener, wait for a worker to take the connection, and send the
+    request; None when no trustworthy worker took it (nothing was sent then, so no worker acts on
+    this command). ``own_env`` is this process's environment: where its server listens."""
     import _socket
 
-    envs = os.environ
-    path = socket_path(envs)
+    path = socket_path(text_env(own_env))
     if path is None:
         return None
     try:
-        request = wire.encode_request(argv, os.fsencode(cwd), env)
+        request = wire.encode_request(argv, cwd.encode(sys.getfilesystemencoding(), sys.getfilesystemencodeerrors()), env)
     except wire.WireError:
         return None
     sock = _socket.socket(_socket.AF_UNIX, _socket.SOCK_STREAM)
@@ -110,20 +177,48 @@ def ask(argv: list[bytes], cwd: str, env: dict[bytes, bytes], *, start: bool = T
         except (FileNotFoundError, ConnectionRefusedError):
             if start:
                 start_server(path)
+            sock.close()
             return None
-        if not trusted_peer(sock):
+        if not trusted_peer(sock) or not _ready(sock, path):
+            sock.close()
             return None
-        if not _ready(sock, path):
-            return None  # nothing was sent: no worker will act on this command
         sock.settimeout(REPLY_TIMEOUT)
         sock.sendall(request)
+    except (OSError, wire.WireError):
+        sock.close()
+        return None
+    return Pending(sock)
+
+
+def receive(pending: Pending | None) -> tuple[bytes, bytes] | None:
+    """The reply to a request ``send`` sent, or None; the connection is closed either way."""
+    if pending is None:
+        return None
+    sock = pending.sock
+    try:
         header = wire.recv_exact(sock, 4)
         payload = wire.recv_exact(sock, wire.frame_length(header))
         return wire.decode_reply(payload)
     except (OSError, wire.WireError):
         return None
     finally:
-        sock.close()
+        pending.close()
+
+
+def text_env(env: "Mapping[bytes, bytes] | Mapping[str, str]") -> dict[str, str]:
+    """The two variables that say whether and where a server listens, as text."""
+    out: dict[str, str] = {}
+    for name in ("XDG_RUNTIME_DIR", "GUARD_SERVER"):
+        value = env.get(name.encode()) if _bytes_keyed(env) else env.get(name)  # type: ignore[call-overload]
+        if value is not None:
+            out[name] = value.decode("utf-8", "surrogateescape") if isinstance(value, bytes) else value
+    return out
+
+
+def _bytes_keyed(env: object) -> bool:
+    for key in env:  # type: ignore[attr-defined]
+        return isinstance(key, bytes)
+    return False
 
 
 def _ready(sock: object, path: str) -> bool:
@@ -152,13 +247,13 @@ def trusted_peer(sock: object) -> bool:
         cred = sock.getsockopt(_socket.SOL_SOCKET, _socket.SO_PEERCRED, 12)  # type: ignore[attr-defined]
         pid = int.from_bytes(cred[0:4], sys.byteorder)
         uid = int.from_bytes(cred[4:8], sys.byteorder)
-        if uid != os.getuid() or pid <= 0:
+        if uid != posix.getuid() or pid <= 0:
             return False
         # the same interpreter binary, seeing the same filesystem (mount namespace and root):
         # a server in another sandbox would read other scripts, symlinks and rules
         for theirs, ours in ((f"/proc/{pid}/exe", sys.executable), (f"/proc/{pid}/ns/mnt", "/proc/self/ns/mnt"),
                              (f"/proc/{pid}/root", "/proc/self/root")):
-            a, b = os.stat(theirs), os.stat(ours)
+            a, b = posix.stat(theirs), posix.stat(ours)
             if (a.st_dev, a.st_ino) != (b.st_dev, b.st_ino):
                 return False
     except (OSError, ValueError):
@@ -192,6 +287,7 @@ def _read_number(path: str) -> int | None:
 def server_running(sock_path: str) -> bool:
     """Whether a server holds the lock for this socket (it does for as long as it lives)."""
     import fcntl
+    import os
 
     try:
         fd = os.open(lock_path(sock_path), os.O_RDONLY | os.O_CLOEXEC)
@@ -209,6 +305,8 @@ def server_running(sock_path: str) -> bool:
 def start_server(sock_path: str) -> bool:
     """Start a detached server for ``sock_path`` unless one is already starting. Never raises;
     the caller does not wait for it (this command is analysed in-process)."""
+    import os
+
     try:
         if server_running(sock_path):
             return False
@@ -261,6 +359,7 @@ def server_pid(sock_path: str) -> int | None:
 
 def stop_server(sock_path: str, wait: float = 5.0) -> bool:
     """Ask the server for ``sock_path`` to leave (SIGTERM) and wait for it; True if none is left."""
+    import os
     import time
 
     pid = server_pid(sock_path)
@@ -280,6 +379,8 @@ def stop_server(sock_path: str, wait: float = 5.0) -> bool:
 
 def main(argv: list[str]) -> int:
     """``guard server status|stop``: where this guard's server listens, and whether it runs."""
+    import os
+
     if argv not in (["status"], ["stop"]):
         print("guard: usage: guard server status|stop", file=sys.stderr)
         return 2

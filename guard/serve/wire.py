@@ -10,7 +10,6 @@ client send its request. Request: ``MAGIC, cwd, argc, argv…, env…``. Reply: 
 ``run`` (run under the relay), ``plain`` (exec the real shell directly) or ``refuse``.
 """
 
-from __future__ import annotations
 
 MAGIC = b"guard-serve/1"
 READY = b"R"  # the worker's first byte: it has the connection and waits for the request
