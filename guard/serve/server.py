@@ -145,10 +145,17 @@ def forget() -> None:
     load.forget(keep_unchanged=True)  # the rule files are looked at again, as a fresh process would
 
 
-def serve_one(conn: socket.socket) -> None:
-    """In the forked child: answer one request as guard-shell would, then the child exits."""
+def serve_one(conn: socket.socket, current: Callable[[], bool] = lambda: True) -> bool:
+    """In the forked child: answer one request as guard-shell would, then the child exits.
+
+    READY goes first, so the caller sends its request while this worker checks that the guard
+    package is unchanged (``current``: about 100 stat calls) and empties its caches. False when
+    the package changed: no reply, and the caller analyses in-process."""
     conn.settimeout(CHILD_TIMEOUT)
     conn.sendall(wire.READY)
+    if not current():
+        return False
+    forget()
     header = wire.recv_exact(conn, 4)
     argv_b, cwd_b, env_b = wire.decode_request(wire.recv_exact(conn, wire.frame_length(header)))
     env = {os.fsdecode(k): os.fsdecode(v) for k, v in env_b.items()}
@@ -168,7 +175,7 @@ def serve_one(conn: socket.socket) -> None:
 
     parsed = shell.parse_args([os.fsdecode(a) for a in argv_b])
     if parsed.mode != "command":
-        return  # only -c is served; the caller analyses the rest itself
+        return True  # only -c is served; the caller analyses the rest itself
     err = os.memfd_create("guard-stderr", 0)
     os.dup2(err, 2)
     decision = shell.guard_command(parsed.operand or "", cwd, parsed, env)
@@ -183,6 +190,7 @@ def serve_one(conn: socket.socket) -> None:
     else:
         action = b"plain" if decision.plain else b"run"
     conn.sendall(wire.encode_reply(action, said))
+    return True
 
 
 STALE_EXIT = 4  # a worker found the guard package changed
@@ -210,10 +218,8 @@ def _worker(listener: socket.socket, lock_fd: int, parent: int, files: list[str]
     # perhaps after this worker had logged the refusal. The SIGTERM waits until the exit.
     signal.pthread_sigmask(signal.SIG_BLOCK, {signal.SIGTERM})
     with conn:
-        if code_stamp(files) != stamp:
+        if not serve_one(conn, lambda: code_stamp(files) == stamp):
             return STALE_EXIT  # no reply: the caller analyses in-process
-        forget()
-        serve_one(conn)
     _tell_layerings()
     return 0
 

@@ -254,7 +254,7 @@ def test_a_socket_folder_others_can_enter_is_not_used(sock: str) -> None:
 
 
 def test_a_dropped_request_falls_back_to_the_caller(sock: str) -> None:
-    start_server(sock, patch="server.serve_one = lambda conn: None")
+    start_server(sock, patch="server.serve_one = lambda conn, *_: True")
     assert ask("git status") is None
     assert wait_for(lambda: len(_server_children(client.server_pid(sock) or -1)) == 2)
     assert ask("ls") is None
@@ -347,7 +347,7 @@ def _processes_naming(text: str) -> list[int]:
 
 @pytest.mark.parametrize("how", ["stop", "kill", "busy-stop"])
 def test_no_worker_outlives_the_server(sock: str, how: str) -> None:
-    proc = start_server(sock, patch="server.serve_one = lambda conn: None" if how == "busy-stop" else "")
+    proc = start_server(sock, patch="server.serve_one = lambda conn, *_: True" if how == "busy-stop" else "")
     assert wait_for(lambda: len(_processes_naming(sock)) == 3)
     if how == "busy-stop":  # workers being replaced while the stop arrives
         for _ in range(20):
@@ -462,7 +462,7 @@ def test_a_busy_server_is_waited_for_while_it_answers_others(sock: str) -> None:
     READY_TIMEOUT, but the server's count of answers moves, so each is answered rather than
     falling back to an in-process analysis."""
     patch = ("server.POOL = 1\nimport time\n_serve = server.serve_one\n"
-             "def slow(conn):\n    time.sleep(0.4)\n    _serve(conn)\n"
+             "def slow(conn, *a):\n    time.sleep(0.4)\n    return _serve(conn, *a)\n"
              "server.serve_one = slow\n")
     start_server(sock, patch=patch)
     ask("true")  # the first worker is up
