@@ -3,12 +3,14 @@
     python bench/path_profile.py [--runs 30] [--shell PATH]
 
 Each step is timed on its own, the way guard-shell runs it, against the running analysis server
-(started first): the interpreter start with guard-shell's own flags (the floor), importing
-``guard.shell`` and the client, connecting, checking the listener (``SO_PEERCRED`` and three
-``/proc`` stats), waiting for a worker to take the connection (``READY``), sending the request
-and reading the reply (the worker's analysis), then the relay: importing it, and running
-``bash -c true`` under it (``setpriv`` included) against running it directly. Also the whole
-``guard-shell -c`` against ``bash -c``. The parse-heavy command of the issue is the one asked.
+(started first): the interpreter start with guard-shell's own flags (the floor), importing the
+launcher, the client and ``_socket``, connecting, checking the listener (``SO_PEERCRED`` and
+three ``/proc`` stats), waiting for a worker to take the connection (``READY``), sending the
+request and reading the reply (the worker's analysis). guard-shell imports ``guard.shell`` and
+the relay while the worker analyses, so only the longer of the two counts; then the relay:
+running ``bash -c true`` under it (``setpriv`` included) against running it directly. The sum
+along that critical path is printed beside the whole ``guard-shell -c`` against ``bash -c``.
+The parse-heavy command of the issue is the one asked.
 """
 
 from __future__ import annotations
@@ -73,10 +75,13 @@ def main() -> None:
     def importing(modules: str) -> float:
         return spawned([*interp, "-c", f"import sys; sys.path.insert(0, {site!r}); import {modules}"])
 
-    imp = importing("guard.shell")
-    rows.append(("import guard.shell", imp - floor))
-    imp2 = importing("guard.shell, guard.serve.client, _socket")
-    rows.append(("import the client and _socket", imp2 - imp))
+    # guard-shell's order: the launcher sends the request first (posix, _socket, the client),
+    # then imports guard.shell and the relay while the worker analyses
+    launcher = importing("guard.launch") - floor
+    rows.append(("import the launcher (the plain path's cost)", launcher))
+    early = importing("guard.launch, guard.serve.client, _socket")
+    rows.append(("import the client and _socket", early - floor - launcher))
+    late = importing("guard.launch, guard.serve.client, _socket, guard.shell, guard.act.relay") - early
     import _socket
 
     argv = [os.fsencode(x) for x in (a.shell, "-c", COMMAND)]
@@ -102,15 +107,20 @@ def main() -> None:
         time.sleep(0.02)  # let the server fork the replacement, as between an agent's commands
     for k, v in steps.items():
         rows.append((k, statistics.median(v)))
+    analysis = statistics.median(steps["analysis and reply"])
+    rows.append(("import guard.shell and the relay, meanwhile", late))
+    rows.append(("  so the reply is waited for another", max(0.0, analysis - late)))
     from guard.act import relay
 
-    rel = importing("guard.shell, guard.act.relay")
-    rows.append(("import the relay", rel - imp))
     under = _med(lambda: relay.run(["/bin/bash", "-c", "true"], dict(os.environ, GUARD_ANNOTATING="")), runs)
     plain = _med(lambda: subprocess.run(["/bin/bash", "-c", "true"]), runs)
     rows.append(("bash -c true spawned by Python, waited for", plain))
     rows.append(("the same under the relay (setpriv, pipes, threads)", under))
     rows.append(("  of which the relay's own start", under - plain))
+    sent = launcher + (early - floor - launcher) + sum(statistics.median(steps[k]) for k in
+                                                       ("connect", "peer check", "worker takes it (READY)"))
+    rows.append(("the steps' critical path: send, the longer of analysis and imports, relay start",
+                 sent + max(analysis, late) + under - plain))
     whole_g = spawned([a.shell, "-c", COMMAND])
     whole_b = spawned(["/bin/bash", "-c", COMMAND])
     rows.append(("guard-shell -c (whole)", whole_g))
@@ -118,7 +128,7 @@ def main() -> None:
     rows.append(("over bash plus the floor", whole_g - whole_b - floor))
     print(f"analysed-path profile, {runs} runs each, medians; load average {os.getloadavg()[0]:.1f}")
     for name, ms in rows:
-        print(f"  {name:<52}{ms:>8.2f} ms")
+        print(f"  {name:<80}{ms:>8.2f} ms")
     client.stop_server(sock)
 
 
