@@ -64,7 +64,8 @@ def main() -> None:
     runs = [
         ("analysis", [str(HERE / "analysis_bench.py")] + (["--limit", "3000"] if ns.quick else [])
                      + (["--baseline", ns.baseline] if ns.baseline else [])),
-        ("guard-shell vs bash and the floor", [str(HERE / "shell_bench.py"), "--runs", runs_n]),
+        ("guard-shell vs bash and the floor", [str(HERE / "shell_bench.py"), "--runs", runs_n]
+                                               + (["--baseline", ns.baseline] if ns.baseline else [])),
         ("agent host wrappers", [str(HERE / "wrapper_bench.py"), "--runs", "5" if ns.quick else "20"]),
         ("analysed path, step by step", [str(HERE / "path_profile.py"), "--runs", runs_n]),
         ("a server worker's CPU per request", [str(HERE / "worker_bench.py"), "--runs", "5" if ns.quick else "15"]

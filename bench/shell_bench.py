@@ -1,6 +1,6 @@
 """guard-shell -c against bash -c and the interpreter's floor, side by side in one run.
 
-    .venv/bin/python bench/shell_bench.py [--runs 30] [--shell PATH]
+    .venv/bin/python bench/shell_bench.py [--runs 30] [--shell PATH] [--baseline PATH|DIR]
 
 The floor is ``python -I -S -c pass`` of guard-shell's own interpreter: what any launcher
 written in Python pays. Plain commands (``true``, ``ls``, ``cat f``, ``pytest -q``, a stub program on
@@ -12,7 +12,8 @@ sourcing a 90 KB shell snapshot) are measured *over bash plus the floor* (target
 4 ms), with the analysis server (the default) and without it (GUARD_SERVER=0). Runs alternate
 floor, bash and guard-shell so drift hits all alike; medians. Also prints the peak RSS of ``guard-shell -c true`` (the guard and the
 real shell it runs, from wait4) next to bash's, and the modules the hot path imports. Asserts
-nothing. ``--shell`` benchmarks another guard-shell (by default the one next to this Python).
+nothing. ``--shell`` benchmarks another guard-shell (by default the one next to this Python);
+``--baseline`` measures a second one in the same alternating runs.
 """
 
 from __future__ import annotations
@@ -99,7 +100,11 @@ def main() -> None:
     ap = argparse.ArgumentParser()
     ap.add_argument("--runs", type=int, default=30)
     ap.add_argument("--shell", default=_guard_shell())
+    ap.add_argument("--baseline", default=None,
+                    help="another guard-shell (or a checkout whose .venv holds a regular install), measured "
+                         "in the same alternating runs")
     a = ap.parse_args()
+    base = _baseline_shell(a.baseline)
     root = Path(tempfile.mkdtemp(prefix="shell-bench-"))
     tree = root / "tree"
     tree.mkdir()
@@ -131,34 +136,52 @@ def main() -> None:
           f"load average {os.getloadavg()[0]:.1f}\n")
     off = {**env, "GUARD_SERVER": "0"}
     # The first analysed command starts the resident server (guard.serve); let it come up.
-    _once([a.shell, "-c", analysed["five git"]], str(repo), env)
+    for sh in (a.shell, *base):
+        _once([sh, "-c", analysed["five git"]], str(repo), env)
     time.sleep(3)
-    _once([a.shell, "-c", "true"], str(repo), env)  # a first run may rewrite the launcher's #! line
+    for sh in (a.shell, *base):
+        _once([sh, "-c", "true"], str(repo), env)  # a first run may rewrite the launcher's #! line
+    if base:
+        print(f"baseline:    {base[0]} (its figures in the last columns, same runs)\n")
     try:
         floors, bash_true = [], []
-        print(f"{'plain command':<14}{'bash ms':>9}{'guard ms':>10}{'over floor':>12}   (target <= 1 ms)")
+        print(f"{'plain command':<14}{'bash ms':>9}{'guard ms':>10}{'over floor':>12}"
+              + (f"{'baseline':>10}{'over floor':>12}" if base else "") + "   (target <= 1 ms)")
         for name, cmd in plain.items():
-            b, g = [], []
+            b, g, gb = [], [], []
             for _ in range(a.runs):
                 floors.append(_once(floor_argv, str(repo), env)[0])
                 bash_true.append(_once([REAL_SHELL, "-c", "true"], str(repo), env)[0])
                 b.append(_once([REAL_SHELL, "-c", cmd], str(repo), env)[0])
                 g.append(_once([a.shell, "-c", cmd], str(repo), env)[0])
+                for sh in base:
+                    gb.append(_once([sh, "-c", cmd], str(repo), env)[0])
             mf, mt, mb, mg = (statistics.median(x) * 1000 for x in (floors, bash_true, b, g))
-            print(f"{name:<14}{mb:>9.1f}{mg:>10.1f}{mg - mf - (mb - mt):>+12.1f}")
+            line = f"{name:<14}{mb:>9.1f}{mg:>10.1f}{mg - mf - (mb - mt):>+12.1f}"
+            if gb:
+                mgb = statistics.median(gb) * 1000
+                line += f"{mgb:>10.1f}{mgb - mf - (mb - mt):>+12.1f}"
+            print(line)
         print(f"floor (python -I -S -c pass) {statistics.median(floors) * 1000:.1f} ms, "
               f"bash -c true {statistics.median(bash_true) * 1000:.1f} ms\n")
         print(f"{'analysed':<14}{'bash ms':>9}{'guard ms':>10}{'over b+floor':>14}{'no server':>11}"
-              f"{'over b+floor':>14}   (target <= 4 ms)")
+              f"{'over b+floor':>14}" + (f"{'baseline':>10}{'over b+floor':>14}" if base else "")
+              + "   (target <= 4 ms)")
         for name, cmd in analysed.items():
-            b, g, o, fl = [], [], [], []
+            b, g, o, fl, gb = [], [], [], [], []
             for _ in range(a.runs):
                 fl.append(_once(floor_argv, str(repo), env)[0])
                 b.append(_once([REAL_SHELL, "-c", cmd], str(repo), env)[0])
                 g.append(_once([a.shell, "-c", cmd], str(repo), env)[0])
                 o.append(_once([a.shell, "-c", cmd], str(repo), off)[0])
+                for sh in base:
+                    gb.append(_once([sh, "-c", cmd], str(repo), env)[0])
             mf, mb, mg, mo = (statistics.median(x) * 1000 for x in (fl, b, g, o))
-            print(f"{name:<14}{mb:>9.1f}{mg:>10.1f}{mg - mb - mf:>+14.1f}{mo:>11.1f}{mo - mb - mf:>+14.1f}")
+            line = f"{name:<14}{mb:>9.1f}{mg:>10.1f}{mg - mb - mf:>+14.1f}{mo:>11.1f}{mo - mb - mf:>+14.1f}"
+            if gb:
+                mgb = statistics.median(gb) * 1000
+                line += f"{mgb:>10.1f}{mgb - mb - mf:>+14.1f}"
+            print(line)
         rss_b = max(_once([REAL_SHELL, "-c", "true"], str(root), env)[2] for _ in range(5))
         rss_g = max(_once([a.shell, "-c", "true"], str(root), env)[2] for _ in range(5))
         print(f"\npeak RSS, -c true: bash {rss_b / 1024:.1f} MiB, guard-shell {rss_g / 1024:.1f} MiB")
@@ -172,6 +195,18 @@ def main() -> None:
         print(f"os, site or heavy modules on the plain path: {', '.join(heavy) or 'none'}")
     finally:
         shutil.rmtree(root, ignore_errors=True)
+
+
+def _baseline_shell(given: str | None) -> list[str]:
+    """The baseline guard-shell: the path given, or ``DIR/.venv/bin/guard-shell`` of a checkout."""
+    if not given:
+        return []
+    path = Path(given)
+    if path.is_dir():
+        path = path / ".venv" / "bin" / "guard-shell"
+    if not path.exists():
+        raise SystemExit(f"shell_bench: no guard-shell at {path}")
+    return [str(path)]
 
 
 def _shebang(shell: str) -> list[str]:
