@@ -153,6 +153,10 @@ def send_early(args: "Sequence[str]") -> None:
     global sent, pending
     if not_plain is None or sent:
         return
+    # A busy server may be waited for: a ^C then ends guard-shell as it ends bash, not in a
+    # traceback (guard.shell's main does the same, later)
+    if signal.getsignal(signal.SIGINT) is signal.default_int_handler:
+        signal.signal(signal.SIGINT, signal.SIG_DFL)
     try:
         from guard.serve import client
 

@@ -603,3 +603,24 @@ def test_without_a_server_the_launcher_starts_one_and_the_command_is_decided_her
     off = _run_launcher(["-c", "git push origin HEAD"], {**env, "GUARD_SERVER": "0"}, tree)
     assert off.returncode == shell.REFUSED_STATUS
     assert len(_audit(tmp_path / "a.jsonl")) == 2
+
+
+def test_a_ctrl_c_while_the_launcher_waits_for_a_busy_server_ends_it_like_bash(sock: str, tmp_path: Path) -> None:
+    taken = tmp_path / "taken"
+    start_server(sock, patch="import time\n_serve = server.serve_one\n"
+                             f"def slow(conn, *a):\n    open({str(taken)!r}, 'w').close()\n    time.sleep(30)\n"
+                             "    return _serve(conn, *a)\nserver.serve_one = slow\n")
+    # the launcher as guard-shell's -IS start runs it, told to wait long for READY (a busy server)
+    code = (f"import sys\nsys.path.insert(0, {str(REPO)!r})\nimport guard.serve.client as c\nc.READY_TIMEOUT = 60\n"
+            f"sys.argv = [{str(REPO / 'bin' / 'guard-shell')!r}, *sys.argv[1:]]\n"
+            "exec(compile(open(sys.argv[0]).read(), sys.argv[0], 'exec'))")
+    env = {**os.environ, "GUARD_TREE": str(tmp_path), "GUARD_AUDIT_LOG": str(tmp_path / "a.jsonl")}
+    proc = subprocess.Popen([sys.executable, "-I", "-S", "-c", code, "-c", "git status"], env=env, cwd=tmp_path,
+                            stdout=subprocess.PIPE, stderr=subprocess.PIPE)
+    assert wait_for(taken.exists), "no worker took the launcher's connection"
+    time.sleep(0.2)
+    assert proc.poll() is None  # still waiting for the worker
+    proc.send_signal(signal.SIGINT)
+    out, err = proc.communicate(timeout=30)
+    assert proc.returncode == -signal.SIGINT and b"Traceback" not in err, err
+    assert not (tmp_path / "a.jsonl").exists()  # nothing was decided
