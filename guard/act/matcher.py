@@ -158,16 +158,18 @@ class Literals:
 
     def lines(self, data: Any, lo: int, hi: int) -> list[tuple[int, int]]:
         spans: list[tuple[int, int]] = []
-        if not self._searches:
+        searches = self._searches
+        if not searches:
             return spans
         with memoryview(data) as view:
             a = lo
             while a < hi:  # a slice's occurrences become spans before the next slice is searched
                 b = min(hi, a + LITERAL_SLICE + self._overlap)
                 with view[a:b] as piece:
-                    found = sorted(m[1:] for search in self._searches for m in search.find_matches_as_indexes(piece))
-                for s, e in found:
-                    self._add(spans, data, lo, hi, a + s, a + e)
+                    found = [m for search in searches for m in search.find_matches_as_indexes(piece)]
+                if found:  # the common case is none: no sorting, no tuples
+                    for s, e in sorted(m[1:] for m in found):
+                        self._add(spans, data, lo, hi, a + s, a + e)
                 a += LITERAL_SLICE
         return spans
 

@@ -301,12 +301,7 @@ def _run(
             rfd, wfd = _open_pty()
         else:
             rfd, wfd = os.pipe()
-            try:
-                import fcntl
-
-                fcntl.fcntl(wfd, fcntl.F_SETPIPE_SZ, PIPE_SIZE)
-            except (OSError, AttributeError, ImportError):
-                pass
+            _set_pipe_size(wfd, PIPE_SIZE)
     fwd = _Forwarder(tty_fd=rfd if tty else -1)
     fwd.block()
     try:
@@ -563,8 +558,9 @@ class _PipeTee:
     16 bytes); measured on this project's machine, 1 GiB took 0.8-1.1 s of CPU into a bytearray
     and 0.3-0.4 s into the aligned buffer."""
 
-    def __init__(self, tee: Callable[..., int], dup_r: int, dup_w: int, buf: Any) -> None:
+    def __init__(self, tee: Callable[..., int], dup_r: int, dup_w: int, buf: Any, restore: int = 0) -> None:
         self._tee, self._r, self._w, self.buf = tee, dup_r, dup_w, buf
+        self._restore = restore  # the size stderr's pipe had before open enlarged it, else 0
         import time
 
         self._clock = time.monotonic
@@ -588,7 +584,6 @@ class _PipeTee:
             if os.fstat(2).st_mode & 0o170000 != 0o010000 or not hasattr(os, "splice"):
                 return None  # stderr is not a pipe (a socket, a shared file): read and write
             import ctypes
-            import fcntl
 
             libc = ctypes.CDLL(None, use_errno=True)
             tee = libc.tee
@@ -600,10 +595,8 @@ class _PipeTee:
             r, w = os.pipe2(os.O_CLOEXEC)
         except (OSError, ImportError, AttributeError):
             return None
-        try:
-            fcntl.fcntl(w, fcntl.F_SETPIPE_SZ, PIPE_SIZE)
-        except OSError:
-            pass  # a smaller duplicate pipe only means more rounds
+        _set_pipe_size(w, PIPE_SIZE)  # a smaller duplicate pipe only means more rounds
+        restore = _grow_pipe(2)
 
         def call(n: int) -> int:
             while True:
@@ -614,7 +607,7 @@ class _PipeTee:
                 if err != errno.EINTR:
                     raise OSError(err, os.strerror(err))
 
-        return cls(call, r, w, buf)
+        return cls(call, r, w, buf, restore)
 
     def move(self, rfd: int, broken: list[bool]) -> int:
         """Send the next bytes of ``rfd`` (at most ``len(self.buf)``) to stderr and leave a copy
@@ -646,6 +639,8 @@ class _PipeTee:
                 os.close(fd)
             except OSError:
                 pass
+        if self._restore:
+            _set_pipe_size(2, self._restore)  # refused (EBUSY) while it holds more than that
         try:
             self.buf.close()
         except BufferError:  # a view of it is still alive somewhere: the GC unmaps it later
@@ -707,6 +702,30 @@ class _Follower:
         self._ended.acquire()
         os.close(self.rfd)
         return self.sink
+
+
+def _grow_pipe(fd: int) -> int:
+    """Enlarge pipe ``fd`` to PIPE_SIZE; the size it had, or 0 when it was as large already or
+    the kernel refused (an unprivileged user past the pipe-user-pages limit)."""
+    try:
+        import fcntl
+
+        size = fcntl.fcntl(fd, fcntl.F_GETPIPE_SZ)
+        if size >= PIPE_SIZE:
+            return 0
+        fcntl.fcntl(fd, fcntl.F_SETPIPE_SZ, PIPE_SIZE)
+        return int(size)
+    except (OSError, AttributeError, ImportError):
+        return 0
+
+
+def _set_pipe_size(fd: int, size: int) -> None:
+    try:
+        import fcntl
+
+        fcntl.fcntl(fd, fcntl.F_SETPIPE_SZ, size)
+    except (OSError, AttributeError, ImportError):
+        pass
 
 
 def _aligned_buffer() -> Any:

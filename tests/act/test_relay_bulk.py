@@ -181,6 +181,41 @@ def test_pipe_tee_moves_exactly_what_it_copies() -> None:
     assert bytes(copies) == payload == bytes(received)
 
 
+def test_stderr_pipe_is_enlarged_for_bulk_rounds_and_set_back_when_it_can_be() -> None:
+    """A harness's 64 KiB pipe would cut each round into 16 blocking splices, with the reader
+    idle while the guard scans: _PipeTee enlarges it to PIPE_SIZE and, on close, sets it back
+    when what it still holds fits; else it stays large, and nothing it holds is lost."""
+    for pending in (0, 200_000):
+        src_r, src_w = os.pipe()
+        fcntl.fcntl(src_w, fcntl.F_SETPIPE_SZ, relay.PIPE_SIZE)  # the whole payload fits
+        out_r, out_w = os.pipe()
+        fcntl.fcntl(out_w, fcntl.F_SETPIPE_SZ, 65536)
+        saved = os.dup(2)
+        os.dup2(out_w, 2)
+        try:
+            tee = relay._PipeTee.open(src_r)
+            assert tee is not None
+            assert fcntl.fcntl(out_r, fcntl.F_GETPIPE_SZ) == relay.PIPE_SIZE
+            payload = os.urandom(pending)
+            os.write(src_w, payload)
+            moved = tee.move(src_r, [False]) if pending else 0
+            assert moved == pending  # one splice: the enlarged pipe takes the whole round
+            tee.close()
+            size = fcntl.fcntl(out_r, fcntl.F_GETPIPE_SZ)
+            assert size == (relay.PIPE_SIZE if pending > 65536 else 65536)
+            os.dup2(saved, 2)
+            os.close(out_w)
+            assert _read_all(out_r) == payload
+        finally:
+            os.dup2(saved, 2)
+            for fd in (saved, src_r, src_w, out_r):
+                os.close(fd)
+            try:
+                os.close(out_w)
+            except OSError:
+                pass
+
+
 def test_not_a_pipe_means_no_tee(tmp_path: Path) -> None:
     saved = os.dup(2)
     fd = os.open(tmp_path / "f", os.O_WRONLY | os.O_CREAT)
