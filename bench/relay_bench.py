@@ -16,7 +16,8 @@ load average is printed beside each row. The file lives on a tmpfs when there is
 figure is the relay's cost, not the disk's.
 
 The relay interposes on pipes only. A pipe destination pays one extra pipe hop (the relay
-tee(2)s and splice(2)s the bytes on, copying only the duplicate it scans) plus the scan. A
+tee(2)s and splice(2)s the bytes on, copying only the duplicate it scans, and enlarges the
+destination pipe to 1 MiB meanwhile so that a round leaves in one splice) plus the scan. A
 regular file is written by the command itself while a second thread reads back what it appended
 and scans it, so only the scan competes (for the second CPU). /dev/null is inherited: nothing
 written there can be read, annotations included, so nothing is relayed. relay / floor is what

@@ -556,7 +556,15 @@ class _PipeTee:
     ``rep movsb``, which on AMD's Zen CPUs runs at well under half speed when the destination lies
     a few bytes past a page boundary, as a large bytearray's does (glibc's mmap chunk header is
     16 bytes); measured on this project's machine, 1 GiB took 0.8-1.1 s of CPU into a bytearray
-    and 0.3-0.4 s into the aligned buffer."""
+    and 0.3-0.4 s into the aligned buffer.
+
+    stderr's own pipe (a harness's, 64 KiB by default) is enlarged to PIPE_SIZE while the relay
+    runs in bulk: at 64 KiB each round left in 16 blocking splices, a context switch each, and
+    the reader sat idle while the guard read and scanned the duplicate. Enlarged, a round leaves
+    in one splice and the reader has a round's worth meanwhile. It is set back on close when what
+    it holds fits in its old size (the kernel refuses a smaller size than that), and the kernel
+    may refuse to enlarge it at all (an unprivileged user past the pipe-user-pages limit): then
+    the rounds are split as before. Only the capacity changes: the bytes are the same."""
 
     def __init__(self, tee: Callable[..., int], dup_r: int, dup_w: int, buf: Any, restore: int = 0) -> None:
         self._tee, self._r, self._w, self.buf = tee, dup_r, dup_w, buf
