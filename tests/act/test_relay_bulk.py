@@ -216,6 +216,31 @@ def test_stderr_pipe_is_enlarged_for_bulk_rounds_and_set_back_when_it_can_be() -
                 pass
 
 
+def test_a_harness_pipe_is_enlarged_during_bulk_output_and_its_size_restored(env: dict[str, str]) -> None:
+    """Real bash writes 8 MiB through the guard into the test's 64 KiB pipe, then waits: the
+    reader sees the pipe at 1 MiB while the bulk output flows, gets every byte, and finds it
+    64 KiB again once the guard is done (it was drained when the relay ended)."""
+    r, w = os.pipe()
+    fcntl.fcntl(w, fcntl.F_SETPIPE_SZ, 65536)
+    script = "head -c 8388608 /dev/zero >&2; sleep 1; printf 'done\\n' >&2"
+    p = subprocess.Popen([PY, "-m", "guard.act.annotate_cmd", "--", "bash", "-c", script], env=env, stderr=w,
+                         stdout=subprocess.DEVNULL)
+    os.close(w)
+    sizes, chunks = set(), []
+    while True:
+        b = os.read(r, 1 << 16)
+        if not b:
+            break
+        chunks.append(b)
+        sizes.add(fcntl.fcntl(r, fcntl.F_GETPIPE_SZ))
+    after = fcntl.fcntl(r, fcntl.F_GETPIPE_SZ)
+    os.close(r)
+    assert p.wait(timeout=60) == 0
+    assert b"".join(chunks) == bytes(8 << 20) + b"done\n"
+    assert relay.PIPE_SIZE in sizes
+    assert after == 65536
+
+
 def test_not_a_pipe_means_no_tee(tmp_path: Path) -> None:
     saved = os.dup(2)
     fd = os.open(tmp_path / "f", os.O_WRONLY | os.O_CREAT)
