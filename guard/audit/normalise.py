@@ -42,11 +42,72 @@ def normalise_command(command: str, depth: int = 0, specs: Mapping[str, Any] | N
     (``-X``, ``--data``), URLs cut to scheme and host, variable references, ``~`` paths and
     credential-store paths kept, every other argument folded into ``…``; a ``bash -c`` script is
     normalised in turn.
+
+    A report folds many commands that differ in their last word only (a branch, a file, a
+    message): what the words before it leave behind is kept for the next command with the same
+    words before its last (``_AFTER``), so only the last word is read again.
     """
     if specs is None:
         from guard.audit.ruleset import program_specs
 
         specs = program_specs()
+    head, _, last = command.rpartition(" ")
+    if depth or not head or not _SIMPLE_WORD.fullmatch(last):
+        return _normalise(command, depth, specs)
+    known = _AFTER.get(head)
+    if known is None or known[0] is not specs:
+        known = (specs, _state_after(head, specs))
+        if len(_AFTER) >= _AFTER_MAX:
+            _AFTER.clear()
+        _AFTER[head] = known
+    state = known[1]
+    if state is None:
+        return _normalise(command, depth, specs)
+    parts, words = state
+    return " ".join([*parts, words.result_with(last)])
+
+
+# A last word read on its own: nothing in it joins it to the words before (quotes, a backslash,
+# an operator) or makes it a script.
+_SIMPLE_WORD = re.compile(r"[A-Za-z0-9_.,:@%+=^-]+")
+_AFTER: dict[str, tuple[Mapping[str, Any], tuple[list[str], _Words] | None]] = {}
+_AFTER_MAX = 100_000
+
+
+def _state_after(head: str, specs: Mapping[str, Any]) -> tuple[list[str], _Words] | None:
+    """The parts before the last list element of ``head + " WORD"`` and what that element's words
+    leave behind, when a simple last word is one more argument of a program already named
+    (else None)."""
+    tokens = _TOKEN.findall(head)
+    if _TOKEN.findall(head + " x") != [*tokens, "x"]:
+        return None
+    parts, segment = _split(tokens)
+    if not segment:
+        return None
+    words = _Words.start(segment, 0, specs)
+    if words is None or _ASSIGNMENT.match(segment[words.used - 1]) or words.program in _KEYWORDS:
+        return None  # the next word could still be an assignment or start the keyword's command
+    for token in segment[words.used :]:
+        words.feed(token)
+    return [_normalise_segment(p, 0, specs) if isinstance(p, list) else p for p in parts], words
+
+
+def _split(tokens: list[str]) -> tuple[list[list[str] | str], list[str]]:
+    """The list elements and operators before the last element, and the last element's words."""
+    parts: list[list[str] | str] = []
+    segment: list[str] = []
+    for token in tokens:
+        if token in ("&&", "||", ";", "|", "&"):
+            if segment:
+                parts.append(segment)
+                segment = []
+            parts.append(token)
+        else:
+            segment.append(token)
+    return parts, segment
+
+
+def _normalise(command: str, depth: int, specs: Mapping[str, Any]) -> str:
     parts: list[str] = []
     segment: list[str] = []
 
@@ -68,58 +129,107 @@ def normalise_command(command: str, depth: int = 0, specs: Mapping[str, Any] | N
 
 
 def _normalise_segment(tokens: list[str], depth: int, specs: Mapping[str, Any]) -> str:
-    from guard.policy.programs import spec_for
+    words = _Words.start(tokens, depth, specs)
+    if words is None:  # assignments only, or a keyword before a command
+        assigns = []
+        rest = list(tokens)
+        while rest and _ASSIGNMENT.match(rest[0]) and len(rest) > 1:
+            assigns.append(rest.pop(0).split("=", 1)[0] + "=…")
+        if not rest:
+            return ""
+        program = _unquote(rest[0]).rsplit("/", 1)[-1]
+        return " ".join([*assigns, program, _normalise_segment(rest[1:], depth, specs)])
+    for token in tokens[words.used :]:
+        words.feed(token)
+    return words.result()
 
-    words = list(tokens)
-    assigns = []
-    while words and _ASSIGNMENT.match(words[0]) and len(words) > 1:
-        assigns.append(words.pop(0).split("=", 1)[0] + "=…")
-    if not words:
-        return ""
-    program = _unquote(words[0]).rsplit("/", 1)[-1]
-    if program in _KEYWORDS and len(words) > 1 and program != "for":
-        return " ".join([*assigns, program, _normalise_segment(words[1:], depth, specs)])
-    out = [*assigns, program]
-    spec, _ = spec_for(program, specs)
-    allowed = 1 if spec is not None and spec.subcommand else 0  # bare words still kept
-    sub: str | None = None
-    keep_first = program in _KEEP_FIRST
-    value_flags = spec.global_with_value if spec is not None else frozenset()
-    rest = words[1:]
-    i = 0
-    while i < len(rest):
-        token = rest[i]
+
+class _Words:
+    """One list element's words read so far: what is kept of them, and what the next word means
+    (a subcommand or action still allowed, an option's value, a ``-c`` script)."""
+
+    __slots__ = ("out", "used", "depth", "specs", "program", "spec", "allowed", "sub", "keep_first",
+                 "value_flags", "pending")  # fmt: skip
+
+    @classmethod
+    def start(cls, tokens: list[str], depth: int, specs: Mapping[str, Any]) -> _Words | None:
+        """The words up to the program's name read; None when there is no program (assignments
+        only) or it is a keyword (``if``, ``time``…) before another command."""
+        from guard.policy.programs import spec_for
+
+        i = 0
+        assigns = []
+        while i < len(tokens) - 1 and _ASSIGNMENT.match(tokens[i]):
+            assigns.append(tokens[i].split("=", 1)[0] + "=…")
+            i += 1
+        if i >= len(tokens):
+            return None
+        program = _unquote(tokens[i]).rsplit("/", 1)[-1]
+        if program in _KEYWORDS and len(tokens) - i > 1 and program != "for":
+            return None
+        w = cls()
+        w.out = [*assigns, program]
+        w.used = i + 1
+        w.depth = depth
+        w.specs = specs
+        w.program = program
+        spec, _ = spec_for(program, specs)
+        w.spec = spec
+        w.allowed = 1 if spec is not None and spec.subcommand else 0  # bare words still kept
+        w.sub = None
+        w.keep_first = program in _KEEP_FIRST
+        w.value_flags = spec.global_with_value if spec is not None else frozenset()
+        w.pending = None
+        return w
+
+    def feed(self, token: str) -> None:
+        out = self.out
+        if self.pending is not None:
+            pending, self.pending = self.pending, None
+            if pending == "value":
+                out.append("…")
+            else:
+                out.append("'" + normalise_command(_unquote(token), self.depth + 1, self.specs) + "'")
+            return
         if token.startswith("-"):
             flag = token.split("=", 1)[0]
             if flag not in out:
                 out.append(flag)
-            i += 1
-            if flag in value_flags and "=" not in token and i < len(rest):
-                out.append("…")
-                i += 1
-                continue
-            if flag == "-c" and program in _SHELLS and i < len(rest) and depth < 2:
-                out.append("'" + normalise_command(_unquote(rest[i]), depth + 1, specs) + "'")
-                i += 1
-            continue
+            if flag in self.value_flags and "=" not in token:
+                self.pending = "value"
+            elif flag == "-c" and self.program in _SHELLS and self.depth < 2:
+                self.pending = "script"
+            return
         bare = _unquote(token)
-        if allowed and _BARE.match(bare):
+        spec = self.spec
+        if self.allowed and _BARE.match(bare):
             out.append(bare)
-            allowed -= 1
-            if sub is None and spec is not None:
-                sub = bare
-                value_flags = spec.option_values(sub)
+            self.allowed -= 1
+            if self.sub is None and spec is not None:
+                self.sub = bare
+                self.value_flags = spec.option_values(bare)
                 names_action = spec.what_action
-                allowed += names_action is True or (not isinstance(names_action, bool) and sub in names_action)
+                self.allowed += names_action is True or (not isinstance(names_action, bool) and bare in names_action)
         else:
-            allowed = 0
+            self.allowed = 0
             url = _URL.match(bare)
             if url:
                 out.append(url.group(1) + url.group(2) + "/…" if len(bare) > len(url.group(0)) else bare)
-            elif _KEEP_ARG.match(bare) or keep_first:
+            elif _KEEP_ARG.match(bare) or self.keep_first:
                 out.append(clip(bare, 40))
-                keep_first = False
+                self.keep_first = False
             elif out[-1] != "…":
                 out.append("…")
-        i += 1
-    return " ".join(out)
+
+    def result(self) -> str:
+        return " ".join(self.out)
+
+    def result_with(self, token: str) -> str:
+        """The result with ``token`` read last, leaving these words as they were."""
+        saved = (len(self.out), self.allowed, self.sub, self.keep_first, self.value_flags, self.pending)
+        try:
+            self.feed(token)
+            return " ".join(self.out)
+        finally:
+            n, self.allowed, self.sub, self.keep_first, self.value_flags, self.pending = saved
+            del self.out[n:]

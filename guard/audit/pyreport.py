@@ -84,7 +84,7 @@ def retries(records: list[tuple[float, Record]], window_s: float) -> list[Thread
     for t, rec in records:
         if not is_refusal(rec):
             continue
-        key = (str(rec.get("agent") or "-"), str(rec.get("thread") or "-"))
+        key = (_named(rec.get("agent")), _named(rec.get("thread")))
         row = by_thread.setdefault(key, ThreadRetries(*key))
         row.refusals += 1
         row.categories[str(rec.get("category") or "-")] += 1
@@ -145,8 +145,10 @@ class Report:
                 "malformed": self.loaded.malformed,
                 "first": self.records[0][1]["ts"] if self.records else None,
                 "last": self.records[-1][1]["ts"] if self.records else None,
-                "agents": len({_key(r.get("agent")) for _, r in self.records}),
-                "threads": len({(_key(r.get("agent")), _key(r.get("thread"))) for _, r in self.records}),
+                # Agents and threads as the retry table names them: no agent (missing, null,
+                # empty, 0) is the one agent "-".
+                "agents": len({_named(r.get("agent")) for _, r in self.records}),
+                "threads": len({(_named(r.get("agent")), _named(r.get("thread"))) for _, r in self.records}),
             },
             "top": {
                 "rule": _pairs(top((r.get("rule") for r in refused), self.top_n)),
@@ -178,9 +180,9 @@ class Report:
         }
 
 
-def _key(value: object) -> object:
-    """A field's value as a key: an object or a list where a name belongs is read as its text."""
-    return value if value is None or isinstance(value, (str, int, float, bool)) else str(value)
+def _named(value: object) -> str:
+    """An agent's or a thread's name as the report shows it: ``-`` when there is none."""
+    return str(value or "-")
 
 
 def _pairs(items: list[tuple[str, int]]) -> list[dict[str, Any]]:
@@ -275,7 +277,7 @@ def _longest_runs(
     runs: dict[tuple[str, str], list[tuple[float, str]]] = {}
     best: dict[tuple[str, str], list[tuple[float, str]]] = {}
     for t, r in refused:
-        key = (str(r.get("agent") or "-"), str(r.get("thread") or "-"))
+        key = (_named(r.get("agent")), _named(r.get("thread")))
         if key not in shown:
             continue
         run = runs.get(key)

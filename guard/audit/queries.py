@@ -6,8 +6,9 @@ ships its logs to a warehouse can run the same report where the logs live. The d
 DuckDB's; apart from ``FILTER (WHERE …)`` and ``epoch()`` it is standard SQL.
 
 Each query keeps the meaning the Python engine (``guard.audit.pyreport``) gives its field: a
-missing or empty agent, thread or category counts as ``-`` in the retry table, a missing rule or
-category as ``-`` in the "refused most" tables, and ties sort by the key.
+missing or empty agent, thread or category counts as ``-`` in the retry table, and the summary
+counts agents and threads so; a missing rule or category counts as ``-`` in the "refused most"
+tables; ties sort by the key.
 """
 
 from __future__ import annotations
@@ -65,8 +66,9 @@ SELECT
   (SELECT count(*) FROM kept WHERE {REFUSAL}) AS refusals,
   (SELECT ts FROM kept ORDER BY t, id LIMIT 1) AS first,
   (SELECT ts FROM kept ORDER BY t DESC, id DESC LIMIT 1) AS last,
-  (SELECT count(*) FROM (SELECT DISTINCT agent FROM kept) AS a) AS agents,
-  (SELECT count(*) FROM (SELECT DISTINCT agent, thread FROM kept) AS a) AS threads;
+  (SELECT count(DISTINCT coalesce(nullif(agent, ''), '-')) FROM kept) AS agents,
+  (SELECT count(*) FROM (SELECT DISTINCT coalesce(nullif(agent, ''), '-'), coalesce(nullif(thread, ''), '-')
+                         FROM kept) AS a) AS threads;
 """
 
 TOP_RULE = f"""\

@@ -306,3 +306,33 @@ def test_a_named_pipe_is_read_once(tmp_path: Path) -> None:
     assert got["duckdb"].returncode == 0, got["duckdb"].stderr
     assert got["duckdb"].stdout == got["python"].stdout
     assert json.loads(got["duckdb"].stdout)["summary"]["records"] == 200
+
+
+def test_records_without_an_agent_count_as_the_one_agent_the_retry_table_calls_dash(tmp_path: Path) -> None:
+    """An agent or thread that is missing, null, empty, 0 or false is no agent: the retry table
+    names it ``-`` and the summary counts all of them as that one agent, in both engines (and a
+    ``-`` written as such is the same name)."""
+    from audit_records import record
+
+    recs = []
+    for n, agent in enumerate([None, "MISSING", "", 0, False, "-", "a1", "a1"]):
+        rec = record(n * 30.0, id=f"n{n}", thread=f"t{n % 2}")
+        if agent == "MISSING":
+            del rec["agent"]
+        else:
+            rec["agent"] = agent
+        recs.append(rec)
+    recs[0]["thread"] = None
+    recs[1]["thread"] = ""
+    log = tmp_path / "log.jsonl"
+    log.write_text("".join(json.dumps(r) + "\n" for r in recs))
+    got = {e: audit(e, [str(log), "--json"]) for e in engines()}
+    for proc in got.values():
+        assert proc.returncode == 0, proc.stderr
+        data = json.loads(proc.stdout)
+        assert data["summary"]["agents"] == 2
+        # "-" with threads "-" (null, empty), t0 and t1; "a1" with t0 and t1
+        assert data["summary"]["threads"] == 5
+        named = {t["agent"] for t in data["retries"]["threads"]}
+        assert named == {"-", "a1"}
+    assert len({p.stdout for p in got.values()}) == 1

@@ -327,6 +327,43 @@ def test_normalise_command_reads_programs_through_the_rule_sets_specs() -> None:
     assert report.normalise_command("git -C /w push", specs=shipped) == "git -C … push"
 
 
+@pytest.mark.parametrize(
+    "commands",
+    [
+        # the words before the last are read once and kept; the last word is read each time
+        [("git push origin feat-1", "git push …"), ("git push origin fix-2", "git push …")],
+        [("git remote", "git remote"), ("git remote add", "git remote add"), ("git remote add up", "git remote add …")],
+        [("git commit -m wip", "git commit -m …"), ("git commit -m x -a", "git commit -m … -a")],
+        [("sh -c ls", "sh -c 'ls'"), ("sh -c git", "sh -c 'git'"), ("sh -c 'git push' x", "sh -c 'git push' …")],
+        # what can still change the words before it: an assignment, a keyword, an open quote, a backslash
+        [("A=1 B=2", "A=… B=2"), ("A=1 git", "A=… git"), ("A=1 git push", "A=… git push")],
+        [("if git", "if git"), ("time git push", "time git push"), ("time git status", "time git status")],
+        [("echo 'a b", "echo …"), ("echo 'a b c", "echo …"), ("echo a\\ b", "echo …")],
+        [("git status && git push origin b-2", "git status && git push …"), ("git status && git", "git status && git")],
+    ],
+)
+def test_normalise_command_reads_each_last_word_after_the_same_first_words(commands: list[tuple[str, str]]) -> None:
+    """A fleet's commands differ mostly in their last word: what the first words leave is kept
+    from one command to the next, and each command folds as if read alone, in either order."""
+    from guard.audit import normalise
+
+    for order in (commands, commands[::-1], commands * 2):
+        normalise._AFTER.clear()
+        assert [report.normalise_command(c) for c, _ in order] == [n for _, n in order]
+
+
+def test_normalise_command_keeps_the_words_read_per_rule_set() -> None:
+    """The same first words under another rule set's specs are read again."""
+    from guard.audit.ruleset import program_specs
+    from guard.policy.programs import compile_specs
+
+    shipped = dict(program_specs())
+    npm = {**shipped, **compile_specs({"npm": {"what_action": ["run"]}})}
+    for _ in range(2):
+        assert report.normalise_command("npm run build", specs=shipped) == "npm …"
+        assert report.normalise_command("npm run build", specs=npm) == "npm run build"
+
+
 def test_retries_runs_and_wasted_steps(tmp_path: Path, capsysbinary: pytest.CaptureFixture[bytes]) -> None:
     m = 60.0
     recs = [
