@@ -5,10 +5,10 @@ and the hostile-size cases, over the shared corpus and the peers' test commands.
 
 Each command is analysed once for throughput (as `guard check --jsonl` does), then the per-command
 figures are the best of two runs, so a scheduling hiccup on a busy machine does not count as the
-command's cost. Throughput is given in wall time and in CPU time (the figure to trust when the
-load average is high). ``--baseline DIR`` measures the guard checkout in DIR (for instance the
+command's cost. Throughput and the per-command median and p99 are given in wall time and in CPU
+time (the figures to trust when the load average is high). ``--baseline DIR`` measures the guard checkout in DIR (for instance the
 code before a change, from ``git worktree add``) the same way in the same run, one after the
-other, and prints both. Targets: >= 20,000 checks/s and p99 < 0.5 ms. Asserts nothing.
+other, and prints both, then the headline figures side by side. Targets: >= 20,000 checks/s and p99 < 0.5 ms. Asserts nothing.
 """
 
 from __future__ import annotations
@@ -35,16 +35,19 @@ def commands(path: Path, limit: int | None) -> list[str]:
     return out
 
 
-def per_command(analyze, cmds: list[str], ctx) -> list[float]:
-    times = []
+def per_command(analyze, cmds: list[str], ctx) -> tuple[list[float], list[float]]:
+    """Each command's wall time and CPU time (this thread's), each the best of two runs."""
+    walls, cpus = [], []
     for c in cmds:
-        best = float("inf")
+        best = best_cpu = float("inf")
         for _ in range(2):
-            t = time.perf_counter()
+            t, u = time.perf_counter(), time.thread_time()
             analyze(c, ctx)
+            best_cpu = min(best_cpu, time.thread_time() - u)
             best = min(best, time.perf_counter() - t)
-        times.append(best)
-    return times
+        walls.append(best)
+        cpus.append(best_cpu)
+    return walls, cpus
 
 
 def pct(xs: list[float], q: float) -> float:
@@ -65,11 +68,11 @@ def measure(repo: Path, shared: Path, limit: int | None) -> dict:
     for c in corpus:
         analyze(c, ctx)
     wall, cpu = time.perf_counter() - t0, time.process_time() - c0
-    times = per_command(analyze, corpus, ctx)
+    times, cpus = per_command(analyze, corpus, ctx)
     peers = []
     for f in sorted((shared / "peers").glob("*.jsonl")):
         peers += commands(f, None)
-    ptimes = per_command(analyze, peers, ctx)
+    ptimes, _ = per_command(analyze, peers, ctx)
     big = []
     for label, cmd in (
         ("1 MB command", "echo " + "x" * (1 << 20)),
@@ -83,6 +86,7 @@ def measure(repo: Path, shared: Path, limit: int | None) -> dict:
         big.append((label, (time.perf_counter() - t) * 1e3, v.verdict + (f" ({v.unresolved[0][:60]})" if v.unresolved else "")))
     return {
         "n": len(corpus), "wall": wall, "cpu": cpu, "median": statistics.median(times), "p99": pct(times, 0.99),
+        "cpu_median": statistics.median(cpus), "cpu_p99": pct(cpus, 0.99),
         "max": max(times), "over50": sum(t > 0.05 for t in times), "peers": len(peers),
         "pmedian": statistics.median(ptimes), "pmax": max(ptimes), "pover50": sum(t > 0.05 for t in ptimes),
         "big": big,
@@ -93,11 +97,30 @@ def report(label: str, r: dict) -> None:
     print(f"{label}: corpus {r['n']} commands in {r['wall']:.2f} s = {r['n'] / r['wall']:,.0f} checks/s "
           f"(one pass; CPU {r['cpu']:.2f} s = {r['n'] / r['cpu']:,.0f} checks per CPU-second)")
     print(f"  per command (best of 2): median {r['median'] * 1e6:.0f} µs, p99 {r['p99'] * 1e3:.2f} ms, "
-          f"max {r['max'] * 1e3:.1f} ms, {r['over50']} above 50 ms")
+          f"max {r['max'] * 1e3:.1f} ms, {r['over50']} above 50 ms; CPU median {r['cpu_median'] * 1e6:.0f} µs, "
+          f"p99 {r['cpu_p99'] * 1e3:.2f} ms")
     print(f"  peers: {r['peers']} commands: median {r['pmedian'] * 1e6:.0f} µs, max {r['pmax'] * 1e3:.1f} ms, "
           f"{r['pover50']} above 50 ms")
     for name, ms, verdict in r["big"]:
         print(f"  {name}: {ms:.0f} ms → {verdict}")
+
+
+SIDE_BY_SIDE = (  # (label, figure of a result, format)
+    ("checks per CPU-second", lambda r: r["n"] / r["cpu"], "{:,.0f}"),
+    ("checks per second (wall)", lambda r: r["n"] / r["wall"], "{:,.0f}"),
+    ("p50 per command, CPU (µs)", lambda r: r["cpu_median"] * 1e6, "{:.0f}"),
+    ("p99 per command, CPU (ms)", lambda r: r["cpu_p99"] * 1e3, "{:.2f}"),
+    ("p50 per command, wall (µs)", lambda r: r["median"] * 1e6, "{:.0f}"),
+    ("p99 per command, wall (ms)", lambda r: r["p99"] * 1e3, "{:.2f}"),
+)
+
+
+def side_by_side(this: dict, base: dict) -> None:
+    """The headline figures of both trees in one table, with this tree's ratio to the baseline."""
+    print(f"  {'':28} {'this tree':>12} {'baseline':>12} {'ratio':>7}")
+    for label, fig, fmt in SIDE_BY_SIDE:
+        a, b = fig(this), fig(base)
+        print(f"  {label:28} {fmt.format(a):>12} {fmt.format(b):>12} {a / b:>6.2f}x")
 
 
 def main() -> None:
@@ -125,9 +148,7 @@ def main() -> None:
     if ns.baseline:
         base = child(str(Path(ns.baseline).resolve()))
         report(f"baseline {ns.baseline}", base)
-        print(f"  this tree / baseline: {(this['n'] / this['wall']) / (base['n'] / base['wall']):.2f}x checks/s, "
-              f"{(this['n'] / this['cpu']) / (base['n'] / base['cpu']):.2f}x checks per CPU-second, "
-              f"p99 {this['p99'] / base['p99']:.2f}x")
+        side_by_side(this, base)
     print(f"load average {os.getloadavg()[0]:.1f} after")
 
 

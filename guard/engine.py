@@ -2,8 +2,13 @@
 
 from __future__ import annotations
 
+from guard import parse, policy, resolve
 from guard.context import Context
 from guard.ir import Verdict
+from guard.ruleset.load import load_for
+
+# The stages are imported with this module, not on each call: an import statement in a function
+# costs a lookup per call, and whoever imports the engine is about to analyse a command anyway.
 
 
 def analyze(command: str, ctx: Context) -> Verdict:
@@ -12,9 +17,6 @@ def analyze(command: str, ctx: Context) -> Verdict:
     Any input gets a verdict; an exception here is a bug in guard, and callers decide what it
     means (guard-shell fails open unless GUARD_FAIL=closed; guard check reports it).
     """
-    from guard import parse, policy, resolve
-    from guard.ruleset.load import load_for
-
     rules = load_for(ctx)
     ctx = policy.effective_context(ctx, rules)
     script = parse.parse(command)

@@ -30,10 +30,11 @@ def _sanitize(src: str) -> str:
         src = src.replace("\0", "")
     if UNKNOWN in src:
         src = src.replace(UNKNOWN, "\ufffd")
-    try:
-        src.encode("utf-8")
-    except UnicodeEncodeError:
-        src = "".join("\ufffd" if "\ud800" <= c <= "\udfff" else c for c in src)
+    if not src.isascii():  # only text beyond ASCII can hold a lone surrogate
+        try:
+            src.encode("utf-8")
+        except UnicodeEncodeError:
+            src = "".join("\ufffd" if "\ud800" <= c <= "\udfff" else c for c in src)
     return src
 
 
@@ -53,7 +54,7 @@ def parse_at(src: str, base: int = 0, depth: int = 0) -> Script:
     """
     if depth > MAX_NESTING:
         return Script(None, src, "none", error="nesting too deep")
-    if not src.strip():
+    if not src or src.isspace():
         return Script(None, src, "tree-sitter")
     if len(src) > MAX_INPUT:
         return Script(None, src, "none", error=f"input too large to analyse ({len(src)} characters)")

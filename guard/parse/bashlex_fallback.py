@@ -3,7 +3,8 @@
 Imported only when tree-sitter rejects a command. Loading bashlex normally rebuilds its LALR
 tables on every import (~80 ms); here ``bashlex.yacc.yacc`` is swapped, before ``bashlex.parser``
 runs, for a version that loads the raw tables from a marshal file in the user cache directory
-(keyed on the bashlex files, the bashlex version and the Python version) and writes them on a miss.
+(keyed on the bashlex files, the bashlex version and the Python version; one file per key) and
+writes them on a miss.
 Any problem with the cache means a plain import.
 
 Workarounds (monkeypatches, no bashlex code copied):
@@ -62,6 +63,15 @@ def _cache_key(pkg_dir: str) -> tuple:
     except OSError:
         dist = []
     return (CACHE_FORMAT, pkg_dir, tuple(dist), tuple(stats), tuple(sys.version_info[:2]), marshal.version)
+
+
+def cache_name(key: tuple) -> str:
+    """The tables' file for one bashlex install: named by its key, so installs that share a cache
+    directory (several virtual environments of one user) each keep their own instead of
+    rebuilding and overwriting one file in turn."""
+    from zlib import crc32
+
+    return f"bashlex-lr-py{sys.version_info[0]}{sys.version_info[1]}-{crc32(repr(key).encode()):08x}.marshal"
 
 
 class _Prod:
@@ -129,7 +139,7 @@ def _import_cached() -> Any:
         raise ImportError("bashlex")
     pkg_dir = list(spec.submodule_search_locations)[0]
     key = _cache_key(pkg_dir)
-    path = os.path.join(cache_dir(), f"bashlex-lr-py{sys.version_info[0]}{sys.version_info[1]}.marshal")
+    path = os.path.join(cache_dir(), cache_name(key))
     pkg = importlib.util.module_from_spec(spec)
     sys.modules["bashlex"] = pkg
     stub = "inspect" not in sys.modules

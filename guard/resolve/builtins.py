@@ -387,3 +387,6 @@ _HANDLERS = {
     "readarray": _mapfile,
     **{k: _declare for k in DECLARE},
 }
+
+# The names ``apply`` acts on: the walker calls it only for these.
+CHANGES_STATE = frozenset(_HANDLERS)

@@ -5,6 +5,7 @@ from __future__ import annotations
 
 import os
 import re
+from functools import lru_cache
 
 import guard.resolve.files as files
 import guard.resolve.sourced as sourced
@@ -43,6 +44,11 @@ def run(
     Each emit passes ``program=prog``, the basename of ``argv[0]`` already taken here.
     """
     cwd = cwd or st.cwd
+    name = argv[0] if argv else ""
+    if "/" not in name and not st.renamed and name not in st.hashed and _plain_name(name):
+        # most commands (ls, cat, grep, pytest): a name nothing below would act on, run as it is
+        w.emit(argv, st, fr, env, stdin, writes, refs, pos, program=basename(name), cwd=cwd)
+        return argv
     env = dict(env)
     for _ in range(16):
         if not argv:
@@ -109,6 +115,24 @@ def run(
 
 # Programs whose identity matters when they are copied, linked or found under another name.
 NAMED = frozenset({"git", "gh", "curl", "wget", "scalar", *SHELLS, "python", "python3", "node", "perl", "ruby", "php"})
+
+# Every name ``run`` acts on by name, beyond emitting the invocation: the tables its branches
+# test, and the names those branches compare with.
+_ACTED_ON = frozenset({*NAMED, *WRAPPERS, *SHELLS, "eval", "trap", "curl", "source", ".", "npm", "yarn", "pnpm",
+                       "make", "gmake"})
+
+
+@lru_cache(maxsize=4096)
+def _plain_name(name: str) -> bool:
+    """Whether ``run`` does nothing for a program of this name (written without a ``/``, with
+    no ``hash`` or copy of a program earlier in the command) but emit it: no wrapper, shell,
+    interpreter, git program, project runner, or program that runs commands from its options
+    or its input. Asked per name once: every corpus command's programs are a few hundred names."""
+    base = basename(name)
+    return bool(base) and not (
+        base.startswith("git-") or base in _ACTED_ON or base in _READS_COMMANDS or base in _RUNS_PROGRAMS
+        or interpreter_lang(name) is not None
+    )
 _PROC_EXE = re.compile(r"^/proc/(?:self|\d+|" + UNKNOWN + r")/exe$")
 
 

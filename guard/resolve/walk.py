@@ -262,7 +262,8 @@ class Walker:
             self.arith_operands(head, argv, st, fr, refs)
         # after the emit, so `cd X` itself runs where it was typed
         st.failed = False
-        builtins.apply(argv, st, stdin, env, lambda text: self.compound(text, st, fr))
+        if argv[0] in builtins.CHANGES_STATE:
+            builtins.apply(argv, st, stdin, env, lambda text: self.compound(text, st, fr))
         if len(st.ran) < 256:
             st.ran.append(final or tuple(argv))
         if writes:
@@ -519,8 +520,13 @@ class Walker:
         facts: dict | None = None,
     ) -> None:
         prog = program or (basename(argv[0]) if argv else "")
-        merged = dict(st.exported)
-        merged.update(env)
+        if st.exported:
+            merged = dict(st.exported)
+            merged.update(env)
+        else:
+            merged = dict(env)
+        # the empty cases (no refs, reads, removals or clones: nearly every invocation) as
+        # literals, not as tuples built from empty containers
         self.sink.invocations.append(
             Invocation(
                 program=prog,
@@ -530,13 +536,13 @@ class Walker:
                 via=fr.via,
                 stdin=stdin,
                 writes=writes,
-                var_refs=tuple(dict.fromkeys(refs)),
+                var_refs=tuple(dict.fromkeys(refs)) if refs else (),
                 pos=pos,
                 lang=fr.lang,
                 facts=facts or {},
-                reads=tuple(self.reads),
-                removed=tuple(st.removed),
-                cloned=tuple(st.cloned),
+                reads=tuple(self.reads) if self.reads else (),
+                removed=tuple(st.removed) if st.removed else (),
+                cloned=tuple(st.cloned) if st.cloned else (),
             )
         )
 
@@ -609,9 +615,10 @@ def initial_state(ctx: Context) -> State:
     st.aliases.update(ctx.aliases)
     for name, src in ctx.functions.items():
         st.functions[name] = src
-    for key, value in ctx.env.items():
+    for key in [k for k in ctx.env if k[:10] == "BASH_FUNC_"]:  # most environments hold none
+        value = ctx.env[key]
         # bash's exported functions: BASH_FUNC_name%%='() { body; }'
-        if key.startswith("BASH_FUNC_") and key.endswith("%%") and value.lstrip().startswith("()"):
+        if key.endswith("%%") and value.lstrip().startswith("()"):
             name = key[10:-2]
             st.functions[name] = f"{name} {value}"
             st.vars.pop(key, None)

@@ -108,6 +108,23 @@ def test_bashlex_cache_is_used_and_written(tmp_path: Path) -> None:
     assert third.returncode == 0 and third.stdout.strip() == "bashlex", third.stderr
 
 
+def test_bashlex_caches_of_two_installs_do_not_evict_each_other(tmp_path: Path) -> None:
+    """Another install's tables (another venv of the same user) stay where they are: each key
+    has its own file, so two installs used in turn do not rebuild the tables on every switch."""
+    from guard.parse import bashlex_fallback as b
+
+    other = tmp_path / "guard" / b.cache_name(("another", "install"))
+    other.parent.mkdir()
+    other.write_bytes(b"tables of another install")
+    code = "from guard.parse import bashlex_fallback as b; b._load()"
+    env = dict(os.environ, XDG_CACHE_HOME=str(tmp_path))
+    done = subprocess.run([sys.executable, "-c", code], env=env, capture_output=True, text=True, cwd=REPO)
+    assert done.returncode == 0, done.stderr
+    assert other.read_bytes() == b"tables of another install"
+    assert len(list((tmp_path / "guard").glob("bashlex-lr-*.marshal"))) == 2
+    assert b.cache_name(("a",)) != b.cache_name(("b",))
+
+
 def test_import_is_light() -> None:
     code = "import sys, guard.parse; print(json.dumps(sorted(sys.modules)))".replace("print(", "import json; print(")
     out = subprocess.run([sys.executable, "-c", code], capture_output=True, text=True, cwd=REPO)

@@ -1,0 +1,63 @@
+"""The resolver's shortcuts for common commands give exactly what the full dispatch gives."""
+
+from __future__ import annotations
+
+import json
+
+import pytest
+
+import guard.resolve.programs as programs
+from guard import parse, resolve
+from guard.context import Context
+from guard.resolve.inline import INTERPRETERS
+from guard.resolve.wrappers import SHELLS, WRAPPERS
+from tests.conftest import REPO
+
+CTX = Context.from_environ(cwd="/workspace/app", trees=("/workspace",), env={"HOME": "/root", "PATH": "/usr/bin:/bin"})
+
+
+def _fixture_commands() -> list[str]:
+    out = []
+    for path in sorted((REPO / "fixtures" / "commands").glob("*.jsonl")):
+        out += [json.loads(line)["command"] for line in path.read_text(encoding="utf-8").split("\n") if line.strip()]
+    return out
+
+
+ACTED_ON = sorted({*WRAPPERS, *SHELLS, *INTERPRETERS, "eval", "trap", "curl", "source", ".", "git", "gh", "npm",
+                   "yarn", "pnpm", "make", "gmake", "sed", "sort", "tar", "rsync", "rg", "vim", "ed", "at", "scalar",
+                   "git-push", "python3.12", "perl5.36", "node22", "git.exe", "bash.exe", "xargs", "find", "sudo"})
+
+
+@pytest.mark.parametrize("name", ACTED_ON)
+def test_programs_run_acts_on_are_never_plain(name: str) -> None:
+    assert not programs._plain_name(name)
+
+
+@pytest.mark.parametrize("name", ["ls", "cat", "grep", "pytest", "head", "mkdir", "cargo", "go", "docker"])
+def test_ordinary_programs_are_plain(name: str) -> None:
+    assert programs._plain_name(name)
+
+
+def _resolutions(commands: list[str], state: Context = CTX) -> list:
+    return [resolve.resolve(parse.parse(c), state, parse.parse) for c in commands]
+
+
+def test_the_shortcut_changes_no_resolution(monkeypatch: pytest.MonkeyPatch, shared) -> None:
+    """Every fixture command and every fifth corpus command resolve to equal invocations (argv,
+    cwd, env, via, stdin, pipes, writes, reads, facts…) with the shortcut and without it. (Globs
+    over /proc are left out: the processes they match come and go between the two runs.)"""
+    corpus = [json.loads(line)["command"] for line in (shared / "corpus" / "agent-commands.jsonl").open()][::5]
+    commands = [c for c in _fixture_commands() + corpus if "/proc/*" not in c]
+    fast = _resolutions(commands)
+    monkeypatch.setattr(programs, "_plain_name", lambda name: False)
+    full = _resolutions(commands)
+    differ = [c[:100] for c, a, b in zip(commands, fast, full, strict=True) if a != b]
+    assert not differ, differ[:5]
+    assert sum(len(r.invocations) for r in fast) > len(commands)  # the comparison compared something
+
+
+def test_a_program_copied_or_hashed_earlier_takes_the_full_dispatch() -> None:
+    """``ls`` is plain, but not after ``hash -p /usr/bin/git ls`` or a copy of git named ls."""
+    for cmd in ("hash -p /usr/bin/git ls; ls push", "cp /usr/bin/git /tmp/b/ls && PATH=/tmp/b ls push"):
+        res = resolve.resolve(parse.parse(cmd), CTX, parse.parse)
+        assert [i.program for i in res.invocations][-1] == "git", cmd
