@@ -95,18 +95,18 @@ def best(runs: int, cmd: str) -> tuple[float, int]:
     return min(r[0] for r in results), max(r[1] for r in results)
 
 
-def best_of_rounds(runs: int, cmds: list[str]) -> tuple[list[tuple[float, int, float]], float]:
-    """Best time, peak RSS and median CPU of each command, running them in turn each round, so
-    that drift (load, page-cache writeback of the previous run's file) falls on all of them
-    alike; and the highest load average seen."""
+def best_of_rounds(runs: int, cmds: list[str]) -> tuple[list[tuple[float, int, float, float]], float]:
+    """Best time, peak RSS, median CPU and median time of each command, running them in turn
+    each round, so that drift (load, page-cache writeback of the previous run's file) falls on
+    all of them alike; and the highest load average seen."""
     results: list[list[tuple[float, int, float]]] = [[] for _ in cmds]
     load = 0.0
     for _ in range(runs):
         for i, cmd in enumerate(cmds):
             results[i].append(timed(cmd))
             load = max(load, os.getloadavg()[0])
-    return [(min(r[0] for r in rs), max(r[1] for r in rs), statistics.median(r[2] for r in rs))
-            for rs in results], load
+    return [(min(r[0] for r in rs), max(r[1] for r in rs), statistics.median(r[2] for r in rs),
+             statistics.median(r[0] for r in rs)) for rs in results], load
 
 
 def scratch_dir() -> str:
@@ -179,11 +179,12 @@ def main() -> int:
         print(f"baseline: {shlex.join(guard(base=args.baseline))}")
     with tempfile.TemporaryDirectory(dir=scratch_dir()) as tmp:
         print(f"file destination in {os.path.dirname(tmp)}; direct, floor and relay alternate each round; "
+              "X/d: direct's best time / X's best, med: the same of the median times; "
               "cpu: median seconds of the process tree, +cpu: over direct")
         cols = ["relay"] + (["base"] if args.baseline else [])
         head = f"{'workload':<21}{'destination':<12}{'direct':>8}{'cpu':>7}{'floor/d':>8}"
         for c in cols:
-            head += f"{c + '/d':>9}{'+cpu':>7}{'rss':>7}"
+            head += f"{c + '/d':>9}{'med':>5}{'+cpu':>7}{'rss':>7}"
         print(head + f"{'load':>6}")
         for name, script in (("zeros, no newline", zeros), ("text, 50-byte lines", text)):
             for dest_name, dest, hop in destinations(tmp):
@@ -192,10 +193,10 @@ def main() -> int:
                 if args.baseline:
                     cmds.append(f"{shlex.join(guard('sh', '-c', script, base=args.baseline))} {dest}")
                 results, load = best_of_rounds(args.runs, cmds)
-                (d, _, dcpu), (f, _, _) = results[:2]
+                (d, _, dcpu, dmed), (f, _, _, _) = results[:2]
                 row = f"{name:<21}{dest_name:<12}{d:>7.3f}s{dcpu:>6.2f}s{d / f:>8.2f}"
-                for g, g_rss, gcpu in results[2:]:
-                    row += f"{d / g:>9.2f}{gcpu - dcpu:>+6.2f}s{g_rss / 1024:>5.1f}MB"
+                for g, g_rss, gcpu, gmed in results[2:]:
+                    row += f"{d / g:>9.2f}{dmed / gmed:>5.2f}{gcpu - dcpu:>+6.2f}s{g_rss / 1024:>5.1f}MB"
                 print(row + f"{load:>6.1f}", flush=True)
     t, _ = best(args.runs, "true")
     for label, base in [("", None)] + ([("baseline ", args.baseline)] if args.baseline else []):
