@@ -26,9 +26,20 @@ def effective_context(ctx: Context, rs: RuleSet) -> Context:
 
 
 def world_of(ctx: Context, rs: RuleSet) -> World:
+    """What the facts depend on, for ``ctx`` under ``rs``. The last one is kept: a stream of
+    commands in one context (``guard check --jsonl`` lines without an env of their own) asks for
+    the same world each time. The entry holds ``rs`` and the env, so their ids stay theirs."""
+    last = _last_world
+    if last and last[0] is rs and last[1] is ctx.env and last[2] == ctx.trees:
+        return last[3]
     d = derived(rs)
-    return World(trees=ctx.trees, env=ctx.env, forges=d.forges, token_vars=d.token_vars, token_prefixes=d.token_prefixes,
-                 programs=d.programs, named=d.named, read_all=d.read_all)
+    world = World(trees=ctx.trees, env=ctx.env, forges=d.forges, token_vars=d.token_vars,
+                  token_prefixes=d.token_prefixes, programs=d.programs, named=d.named, read_all=d.read_all)
+    _last_world[:] = (rs, ctx.env, ctx.trees, world)
+    return world
+
+
+_last_world: list = []
 
 
 def classify(script: Script, res: Resolution, ctx: Context, rs: RuleSet) -> Verdict:

@@ -478,11 +478,14 @@ MENTION_ONLY = frozenset({"echo", "printf", "unset", ":", "true", "rm"})
 
 def token_facts(inv: Invocation, world: World) -> dict:
     facts: dict = {}
-    refs = set(inv.var_refs)
-    if inv.program == "<env-read>":
-        facts["token_ref"] = bool(refs & world.token_vars) or "*" in refs
-    elif refs & world.token_vars:
-        facts["token_ref"] = True
+    if inv.var_refs:
+        refs = set(inv.var_refs)
+        if inv.program == "<env-read>":
+            facts["token_ref"] = bool(refs & world.token_vars) or "*" in refs
+        elif refs & world.token_vars:
+            facts["token_ref"] = True
+    elif inv.program == "<env-read>":
+        facts["token_ref"] = False
     prog = inv.program
     args = inv.argv[1:]
     if prog == "printenv" and any(a in world.token_vars for a in args):

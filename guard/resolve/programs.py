@@ -22,6 +22,8 @@ from guard.resolve.wrappers import SHELLS, WRAPPERS, basename
 TYPE_CHECKING = False  # typing costs ~2-7 ms to import on the command path
 
 if TYPE_CHECKING:
+    from collections.abc import Callable
+
     from guard.resolve.state import Walker
 
 SCRIPT_CAP = 512 * 1024
@@ -827,11 +829,25 @@ def _executable_script(
 # ---------------------------------------------------------------------------- outputs
 
 
+_OWN_OUTPUTS = frozenset({"readlink", "realpath", "which", "type", "command", "mktemp", "pwd"})
+
+
+@lru_cache(maxsize=1)
+def _computed() -> tuple[frozenset[str], Callable[..., str | None]]:
+    """The programs ``guard.resolve.compute`` evaluates, and its evaluator (loaded on first use)."""
+    from guard.resolve.compute import SUPPORTED, evaluate
+
+    return SUPPORTED, evaluate
+
+
 def output_of(argv: tuple[str, ...] | None, stdin: str | None, st: State | None = None) -> str | None:
     """The stdout of a static command when it is deterministic, else None."""
     if not argv:
         return None
     prog = basename(argv[0])
+    supported, evaluate = _computed()
+    if prog not in supported and prog not in _OWN_OUTPUTS:
+        return None  # most stages of a pipeline (grep, python, pytest): nothing to evaluate
     if prog in ("readlink", "realpath") and argv[-1:] and _PROC_EXE.match(argv[-1]):
         return "/bin/bash\n"  # the shell running the command
     if any(UNKNOWN in a for a in argv):
@@ -842,8 +858,6 @@ def output_of(argv: tuple[str, ...] | None, stdin: str | None, st: State | None 
         return _mktemp(argv, st)
     if prog == "pwd" and st is not None:
         return st.cwd + "\n"
-    from guard.resolve.compute import evaluate
-
     try:
         return evaluate([argv], stdin)
     except Exception:  # the evaluator is best effort; never let it break the analysis

@@ -162,3 +162,19 @@ def test_a_config_list_is_extended_with_a_plus_key(tmp_path: Path) -> None:
     assert verdict("echo $MY_TOKEN", (str(f),)) == ("refuse", "token-variable")
     diags = _lint(tmp_path, "config:\n  strict+: [x]\n  token_vars+: [1x]\n")
     assert [(d.kind, d.field) for d in diags] == [("unknown-key", "config.strict+"), ("bad-config", "config.token_vars+[0]")]
+
+
+
+def test_each_context_is_classified_in_its_own_world() -> None:
+    """classify keeps the last context's world for the next command; a command in another
+    context (other trees, another environment) still gets its own."""
+    from guard.context import Context
+    from guard.engine import analyze
+
+    plain = {"HOME": "/root"}
+    gitdir = {"HOME": "/root", "GIT_DIR": "/workspace/r/.git"}
+    cases = [(("/workspace",), plain, "allow"), (("/tmp",), plain, "refuse"), (("/workspace",), plain, "allow"),
+             (("/workspace",), gitdir, "refuse"), (("/workspace",), plain, "allow")]
+    got = [analyze("git status", Context.from_environ(cwd="/tmp/x", trees=trees, env=env)).verdict
+           for trees, env, _ in cases]
+    assert got == [want for *_, want in cases]
