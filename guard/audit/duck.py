@@ -49,9 +49,11 @@ from guard.audit.read import Loaded, Record, files_under, records_in_line
 DEFAULT_MEMORY = "300MB"
 PIECE = 64 * 1024 * 1024  # bytes of log DuckDB reads as one value
 # Up to this much log the records are held in an in-memory database (writing a database file
-# costs about 1.5 s of CPU a million records) and read by the fast reader; past it, in a file in
-# the work directory, whose pages DuckDB can always write out when memory_limit is reached.
+# costs about 1.5 s of CPU a million records); past it, in a file in the work directory, whose
+# pages are compressed as they are written and can always be written out when memory_limit is
+# reached (ten million records: about 430 MB peak RSS at the default memory_limit).
 MEMORY_DB_BYTES = 512 * 1024 * 1024
+COUNT_SLICE_ROWS = 2_000_000  # hashes of ids counted in one table
 _FIELDS = ("id", "ts", "verdict", "kind", "rule", "category", "agent", "thread", "command", "role")
 _STRING_FIELDS = _FIELDS[2:]
 # A lone surrogate (a JSON "\\udXXX" escape) cannot be held by DuckDB: it travels as a character
@@ -119,12 +121,13 @@ _FAST = f"""
 INSERT INTO fast
 SELECT list_extract($ns, (file_index + 1)::BIGINT) AS n, $offset + row_number() OVER () AS rn,
        {", ".join(_FIELDS)}, guard_us(ts) AS t_us,
-       id IS NOT NULL AND ts IS NOT NULL AND (verdict IS NOT NULL OR kind IS NOT NULL) AS ok
+       id IS NOT NULL AND ts IS NOT NULL AND (verdict IS NOT NULL OR kind IS NOT NULL) AS ok, guard_h(id) AS h
 FROM read_json($paths, format = 'newline_delimited', records = true, ignore_errors = true, columns = $columns)
 """
 
 _CREATE_FAST = f"""
-CREATE TABLE fast (n INTEGER, rn BIGINT, {", ".join(f"{f} VARCHAR" for f in _FIELDS)}, t_us BIGINT, ok BOOLEAN)
+CREATE TABLE fast (n INTEGER, rn BIGINT, {", ".join(f"{f} VARCHAR" for f in _FIELDS)}, t_us BIGINT, ok BOOLEAN,
+                   h UBIGINT)
 """
 
 # Where DuckDB's JSON reader and Python's part ways on a line DuckDB reads (those it cannot read
@@ -154,6 +157,7 @@ CREATE TABLE parsed (src INTEGER, lineno BIGINT, pos INTEGER, odd VARCHAR, id VA
 """
 
 _MACROS = """
+CREATE OR REPLACE TEMP MACRO guard_h(id) AS hash(id);
 CREATE OR REPLACE TEMP MACRO guard_us(ts) AS
   CASE WHEN regexp_full_match(ts, '\\d{4}-\\d\\d-\\d\\dT\\d\\d:\\d\\d:\\d\\d\\.\\d{3}Z')
        THEN epoch_us(try_strptime(ts, '%Y-%m-%dT%H:%M:%S.%gZ')) END;
@@ -193,7 +197,6 @@ class DuckEngine:
             )
             self.con.execute(_MACROS)
             self.keep_raw = keep_raw
-            self._small = small
             self.loaded = Loaded()
             self._names: list[str] = []
             self._load(paths, stdin)
@@ -281,10 +284,7 @@ class DuckEngine:
             " FROM fast AS f JOIN fast_place AS p USING (n) JOIN fast_files AS x USING (n)"
         )
         self._lines: list[tuple[int, int, str]] = []  # (source, line number, text) for Python
-        # Past MEMORY_DB_BYTES of log (and from a pipe) every line is read the exact way: with the
-        # fast reader, ten million records ran out of memory in the merge even at 640MB (cause not
-        # yet found), where the exact reader finishes in 300MB.
-        exact = pieces if self.keep_raw or not self._small else self._read_fast(pieces)
+        exact = pieces if self.keep_raw else self._read_fast(pieces)
         self._read_exact(exact)
         self._read_odd_lines()
         self._merge()
@@ -474,23 +474,38 @@ class DuckEngine:
         if firsts:
             src, lineno = min(firsts)
             self.loaded.first_malformed = f"{self._names[src]}:{lineno}"
-        # One copy of each id, the first read: the later copies are set aside by position, and
-        # as copies are few only they are sorted.
+        # One copy of each id, the first read. The ids read more than once are found by their
+        # hashes (a table of ten million 8-byte keys fits where one of the ids does not); those
+        # ids' copies are then numbered in the order read and the later ones set aside by
+        # position. As copies are few, only they are sorted, and a hash two ids share only adds
+        # rows to that sort.
+        # At ten million the hashes are still counted a slice at a time (by hash), or the
+        # table of them does not fit in the default memory_limit.
+        rows = con.execute("SELECT (SELECT count(*) FROM parsed) + (SELECT count(*) FROM fast)").fetchone()[0]
+        slices = max(1, -(-rows // COUNT_SLICE_ROWS))
+        con.execute("CREATE TABLE copied (h UBIGINT)")
+        for k in range(slices):
+            con.execute(
+                """
+                INSERT INTO copied
+                SELECT h FROM (
+                  SELECT guard_h(id) AS h FROM parsed WHERE odd IS NULL AND t_us IS NOT NULL
+                  UNION ALL SELECT h FROM fast WHERE t_us IS NOT NULL
+                ) WHERE h % $slices = $k GROUP BY h HAVING count(*) > 1
+                """,
+                {"slices": slices, "k": k},
+            )
         con.execute(
             """
             CREATE TABLE later_copies AS
             SELECT rn, src, lineno, pos FROM (
               SELECT rn, src, lineno, pos, row_number() OVER (PARTITION BY id ORDER BY src, lineno, pos) AS copy
               FROM (
-                SELECT NULL::BIGINT AS rn, src, lineno, pos, id FROM parsed WHERE odd IS NULL AND t_us IS NOT NULL
-                UNION ALL SELECT rn, src, lineno, pos, id FROM fast_at WHERE t_us IS NOT NULL
+                SELECT NULL::BIGINT AS rn, src, lineno, pos, id, guard_h(id) AS h FROM parsed
+                WHERE odd IS NULL AND t_us IS NOT NULL
+                UNION ALL SELECT rn, src, lineno, pos, id, h FROM fast_at WHERE t_us IS NOT NULL
               )
-              SEMI JOIN (
-                SELECT id FROM (
-                  SELECT id FROM parsed WHERE odd IS NULL AND t_us IS NOT NULL
-                  UNION ALL SELECT id FROM fast WHERE t_us IS NOT NULL
-                ) GROUP BY id HAVING count(*) > 1
-              ) AS ids USING (id)
+              SEMI JOIN copied USING (h)
             ) WHERE copy > 1
             """
         )
@@ -561,7 +576,7 @@ class DuckEngine:
         # The retry runs are worked out by DuckDB on a cursor of their own while this thread
         # folds the commands (DuckDB lets go of the GIL while it runs a query).
         with ThreadPoolExecutor(max_workers=1) as pool:
-            retries = pool.submit(self._rows, queries.RETRIES, params, self.con.cursor())
+            retries = pool.submit(self._retries, params, self.con.cursor())
             folded: dict[str, int] = {}
             cur = self.con.cursor().execute(queries.REFUSED_COMMANDS)
             while batch := cur.fetchmany(10000):
@@ -616,6 +631,13 @@ class DuckEngine:
             ],
         }
         return _unmask_all(data)
+
+    def _retries(self, params: Mapping[str, Any], cur: Any) -> list[tuple]:
+        """RETRIES' rows, sorted by hashed threads (RETRIES itself where two threads share a hash)."""
+        rows = self._rows(queries.RETRIES_BY_HASH, params, cur)
+        if any(r[-1] > 1 for r in rows):
+            return self._rows(queries.RETRIES, params, cur)
+        return [r[:-1] for r in rows]
 
     def details(self, data: dict[str, Any], top_n: int, window_minutes: float) -> dict[str, Any]:
         """What the HTML page shows beside the report: refusals per day and category,

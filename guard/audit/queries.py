@@ -1,8 +1,9 @@
 """The record schema as a table definition, and the queries ``guard audit`` runs, as SQL.
 
 The DuckDB engine (``guard.audit.duck``) runs these texts as they are, over a view ``kept`` (the
-records the report's filters keep); ``guard audit --sql`` prints them, so an operator whose fleet
-ships its logs to a warehouse can run the same report where the logs live. The dialect is
+records the report's filters keep), except that it works out the retry runs with
+``RETRIES_BY_HASH`` (DuckDB's ``hash``; the same rows); ``guard audit --sql`` prints them, so an
+operator whose fleet ships its logs to a warehouse can run the same report where the logs live. The dialect is
 DuckDB's; apart from ``FILTER (WHERE …)`` and ``epoch()`` it is standard SQL.
 
 Each query keeps the meaning the Python engine (``guard.audit.pyreport``) gives its field: a
@@ -138,6 +139,40 @@ SELECT p.agent, p.thread, p.refusals, p.runs, p.runs_with_retries, p.wasted, p.l
        c.category AS top_category
 FROM per_thread AS p JOIN categories AS c ON c.agent = p.agent AND c.thread = p.thread AND c.rank = 1
 ORDER BY p.wasted DESC, p.longest DESC, p.agent, p.thread;
+"""
+
+# What guard runs for RETRIES: the same rows, each thread keyed by a 64-bit hash of its agent and
+# thread while its refusals are sorted, which halves the sort's work. ``shared`` counts the
+# threads that ended up with one hash; guard runs RETRIES instead when it is ever above 1.
+RETRIES_BY_HASH = f"""\
+WITH refused AS (
+  SELECT hash(coalesce(nullif(agent, ''), '-'), coalesce(nullif(thread, ''), '-')) AS h, t, id
+  FROM kept WHERE {REFUSAL}
+), marked AS (
+  SELECT h, row_number() OVER w AS n, coalesce(t - lag(t) OVER w > $window_s, true) AS starts_run
+  FROM refused WINDOW w AS (PARTITION BY h ORDER BY t, id)
+), runs AS (
+  SELECT h, n, lead(n) OVER (PARTITION BY h ORDER BY n) AS next FROM marked WHERE starts_run
+), totals AS (
+  SELECT h, max(n) AS total FROM marked GROUP BY h
+), per_thread AS (
+  SELECT h, sum(length) AS refusals, count(*) AS runs,
+         count(*) FILTER (WHERE length >= 2) AS runs_with_retries,
+         sum(length) - count(*) AS wasted, max(length) AS longest
+  FROM (SELECT h, coalesce(next, total + 1) - n AS length FROM runs JOIN totals USING (h)) GROUP BY h
+), categories AS (
+  SELECT agent, thread, hash(agent, thread) AS h, category,
+         row_number() OVER (PARTITION BY agent, thread ORDER BY count(*) DESC, category) AS rank
+  FROM (
+    SELECT coalesce(nullif(agent, ''), '-') AS agent, coalesce(nullif(thread, ''), '-') AS thread,
+           coalesce(nullif(category, ''), '-') AS category
+    FROM kept WHERE {REFUSAL}
+  ) GROUP BY agent, thread, category
+)
+SELECT c.agent, c.thread, p.refusals, p.runs, p.runs_with_retries, p.wasted, p.longest,
+       c.category AS top_category, count(*) OVER (PARTITION BY p.h) AS shared
+FROM per_thread AS p JOIN categories AS c ON c.h = p.h AND c.rank = 1
+ORDER BY p.wasted DESC, p.longest DESC, c.agent, c.thread;
 """
 
 FIRED = "SELECT DISTINCT rule FROM kept WHERE rule <> '';\n"

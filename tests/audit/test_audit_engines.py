@@ -233,6 +233,31 @@ def test_fast_reader_gives_the_python_engines_report_on_edge_lines(tmp_path: Pat
     assert {2, 3, 4, 5, 8, 9, 10, 11, 14, 15, 17, 18, 21, 22, 24, 33, 34, 41, 43} <= to_python
 
 
+def test_a_large_log_is_read_the_fast_way_into_a_database_file(
+    tmp_path: Path, monkeypatch: pytest.MonkeyPatch, capsysbinary: pytest.CaptureFixture[bytes]
+) -> None:
+    """Past MEMORY_DB_BYTES the records go to a database file in the work directory, read by the
+    fast reader as a small log is: the edge lines give the Python engine's report."""
+    if "duckdb" not in engines():
+        pytest.skip("DuckDB is not installed (pip install 'guard[audit]')")
+    import io
+
+    from guard.audit import duck, report
+
+    lines = _edge_lines(FAST_EDGE)
+    log = tmp_path / "a.jsonl"
+    log.write_text("\n".join(lines) + "\n", encoding="utf-8", errors="surrogatepass")
+    monkeypatch.setattr(duck, "MEMORY_DB_BYTES", 0)
+    outputs = {}
+    for engine in ("python", "duckdb"):
+        assert report.main([str(log), *RULES, "--json", "--engine", engine]) == 0
+        outputs[engine] = capsysbinary.readouterr()
+    assert outputs["duckdb"] == outputs["python"]
+    with duck.DuckEngine([str(log)], io.BytesIO()) as engine:
+        assert engine.con.execute("SELECT database_name FROM duckdb_databases() WHERE path IS NOT NULL").fetchall()
+        assert engine.con.execute("SELECT count(*) FROM fast").fetchone()[0] == 9  # read the fast way
+
+
 def test_fast_reader_leaves_a_file_with_blank_lines_to_the_exact_reader(tmp_path: Path) -> None:
     """DuckDB skips blank lines, so its rows no longer line up with the file's lines: such a file
     is read line by line, and the line numbers of what it skips are the Python engine's."""
@@ -282,6 +307,38 @@ def test_a_file_that_is_a_copy_of_another_adds_only_duplicates(tmp_path: Path) -
     assert got["duckdb"].stdout == got["python"].stdout
     data = json.loads(got["duckdb"].stdout)
     assert data["summary"]["records"] == 500 and data["summary"]["duplicates"] == 1500
+
+
+def test_copies_are_found_by_the_hash_of_their_id_and_told_apart_by_the_id(
+    tmp_path: Path, monkeypatch: pytest.MonkeyPatch, capsysbinary: pytest.CaptureFixture[bytes]
+) -> None:
+    """The ids read twice are found by their hashes, counted a slice at a time past
+    COUNT_SLICE_ROWS: with a hash that many ids share, the copies (in another file, later in the
+    same file, a copy that differs) are still those the Python engine finds, and the first copy
+    read is the one kept."""
+    if "duckdb" not in engines():
+        pytest.skip("DuckDB is not installed (pip install 'guard[audit]')")
+    from audit_records import record
+
+    from guard.audit import duck, report
+
+    lines = [json.dumps(record(i * 13.0, id=f"s{i:04d}", agent=f"a{i % 5}")) for i in range(400)]
+    (tmp_path / "a.jsonl").write_text("\n".join(lines) + "\n" + lines[7] + "\n")
+    changed = [json.dumps(record(i * 13.0, id=f"s{i:04d}", agent="the-copy")) for i in range(0, 400, 3)]
+    (tmp_path / "b.jsonl").write_text("\n".join(changed) + "\n")
+    outputs = {}
+    runs = (("python", "", 0), ("duckdb", "", 0), ("duckdb-sliced", "", 60), ("duckdb-shared", "hash(id) % 3", 60))
+    for engine, macro, slice_rows in runs:
+        if macro:
+            monkeypatch.setattr(duck, "_MACROS", duck._MACROS.replace("AS hash(id);", f"AS {macro};"))
+        if slice_rows:  # the hashes counted a slice at a time
+            monkeypatch.setattr(duck, "COUNT_SLICE_ROWS", slice_rows)
+        argv = [str(tmp_path / "a.jsonl"), str(tmp_path / "b.jsonl"), "--json", "--engine", engine.split("-")[0]]
+        assert report.main(argv) == 0
+        outputs[engine] = capsysbinary.readouterr()
+    assert outputs["duckdb-shared"] == outputs["duckdb-sliced"] == outputs["duckdb"] == outputs["python"]
+    data = json.loads(outputs["duckdb"].out)
+    assert data["summary"]["duplicates"] == 1 + len(changed) and data["summary"]["agents"] == 5
 
 
 def test_a_named_pipe_is_read_once(tmp_path: Path) -> None:
@@ -336,3 +393,34 @@ def test_records_without_an_agent_count_as_the_one_agent_the_retry_table_calls_d
         named = {t["agent"] for t in data["retries"]["threads"]}
         assert named == {"-", "a1"}
     assert len({p.stdout for p in got.values()}) == 1
+
+
+def test_retry_runs_are_the_same_when_two_threads_share_a_hash(
+    tmp_path: Path, monkeypatch: pytest.MonkeyPatch, capsysbinary: pytest.CaptureFixture[bytes]
+) -> None:
+    """The retry runs are worked out per hashed thread; where two threads share a hash (here made
+    to, with a hash of two values) the report is still the Python engine's."""
+    if "duckdb" not in engines():
+        pytest.skip("DuckDB is not installed (pip install 'guard[audit]')")
+    from audit_records import record
+
+    from guard.audit import queries, report
+
+    recs = [
+        record(i * 40.0 + (i % 7) * 500, id=f"h{i:04d}", agent=f"a{i % 3}", thread=f"t{i % 4}",
+               category=["publish", "mutate"][i % 2])
+        for i in range(300)
+    ]  # fmt: skip
+    log = tmp_path / "log.jsonl"
+    log.write_text("".join(json.dumps(r) + "\n" for r in recs))
+    outputs = {}
+    for name, engine in (("python", "python"), ("duckdb", "duckdb"), ("shared", "duckdb")):
+        if name == "shared":
+            shared = queries.RETRIES_BY_HASH.replace(") AS h, t, id", ") % 2 AS h, t, id")
+            shared = shared.replace("hash(agent, thread) AS h", "hash(agent, thread) % 2 AS h")
+            assert shared.count("% 2 AS h") == 2
+            monkeypatch.setattr(queries, "RETRIES_BY_HASH", shared)
+        assert report.main([str(log), "--json", "--engine", engine]) == 0
+        outputs[name] = capsysbinary.readouterr()
+    assert outputs["shared"] == outputs["duckdb"] == outputs["python"]
+    assert len(json.loads(outputs["duckdb"].out)["retries"]["threads"]) == 12
