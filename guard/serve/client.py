@@ -156,7 +156,7 @@ def ask(argv: list[bytes], cwd: str, env: dict[bytes, bytes], *, start: bool = T
     return receive(send(argv, cwd, env, os.environ, start=start))
 
 
-def send(argv: list[bytes], cwd: str, env: dict[bytes, bytes], own_env: "Mapping[bytes, bytes]", *,
+def send(argv: list[bytes], cwd: str, env: dict[bytes, bytes], own_env: "Mapping[bytes, bytes] | Mapping[str, str]", *,
          start: bool = True) -> Pending | None:
     """Connect, check the listener, wait for a worker to take the connection, and send the
     request; None when no trustworthy worker took it (nothing was sent then, so no worker acts on
