@@ -161,13 +161,14 @@ def send_early(args: "Sequence[str]") -> None:
         from guard.serve import client
 
         own = posix.environ
-        if not client.enabled(client.text_env(own)):
+        where = client.text_env(own)
+        if not client.enabled(where):
             return
         cwd = posix.getcwd()
         encode = sys.getfilesystemencoding(), sys.getfilesystemencodeerrors()
         argv = [a.encode(*encode) for a in args]
         sent = True
-        pending = client.send(argv, cwd, dict(own), own)
+        pending = client.send(argv, cwd, dict(own), where)
     except Exception:  # noqa: BLE001 - anything odd: guard.shell asks or decides as before
         sent, pending = False, None
 

@@ -156,14 +156,14 @@ def ask(argv: list[bytes], cwd: str, env: dict[bytes, bytes], *, start: bool = T
     return receive(send(argv, cwd, env, os.environ, start=start))
 
 
-def send(argv: list[bytes], cwd: str, env: dict[bytes, bytes], own_env: "Mapping[bytes, bytes] | Mapping[str, str]", *,
+def send(argv: list[bytes], cwd: str, env: dict[bytes, bytes], where: "Mapping[str, str]", *,
          start: bool = True) -> Pending | None:
     """Connect, check the listener, wait for a worker to take the connection, and send the
     request; None when no trustworthy worker took it (nothing was sent then, so no worker acts on
-    this command). ``own_env`` is this process's environment: where its server listens."""
+    this command). ``where`` is this process's own environment, as text: where its server listens."""
     import _socket
 
-    path = socket_path(text_env(own_env))
+    path = socket_path(where)
     if path is None:
         return None
     try:
@@ -206,20 +206,12 @@ def receive(pending: Pending | None) -> tuple[bytes, bytes] | None:
         pending.close()
 
 
-def text_env(env: "Mapping[bytes, bytes] | Mapping[str, str]") -> dict[str, str]:
-    """The two variables that say whether and where a server listens, as text."""
-    out: dict[str, str] = {}
-    for name in ("XDG_RUNTIME_DIR", "GUARD_SERVER"):
-        value = env.get(name.encode()) if _bytes_keyed(env) else env.get(name)  # type: ignore[call-overload]
-        if value is not None:
-            out[name] = value.decode("utf-8", "surrogateescape") if isinstance(value, bytes) else value
-    return out
-
-
-def _bytes_keyed(env: object) -> bool:
-    for key in env:  # type: ignore[attr-defined]
-        return isinstance(key, bytes)
-    return False
+def text_env(env: "Mapping[bytes, bytes]") -> dict[str, str]:
+    """The variables of a bytes environment (``posix.environ``) that say whether and where a
+    server listens, as text."""
+    return {name: env[key].decode("utf-8", "surrogateescape")
+            for name, key in (("XDG_RUNTIME_DIR", b"XDG_RUNTIME_DIR"), ("GUARD_SERVER", b"GUARD_SERVER"))
+            if key in env}
 
 
 def _ready(sock: object, path: str) -> bool:
