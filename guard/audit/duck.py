@@ -53,7 +53,6 @@ PIECE = 64 * 1024 * 1024  # bytes of log DuckDB reads as one value
 # pages are compressed as they are written and can always be written out when memory_limit is
 # reached (ten million records: about 430 MB peak RSS at the default memory_limit).
 MEMORY_DB_BYTES = 512 * 1024 * 1024
-COUNT_SLICE_ROWS = 2_000_000  # hashes of ids counted in one table
 _FIELDS = ("id", "ts", "verdict", "kind", "rule", "category", "agent", "thread", "command", "role")
 _STRING_FIELDS = _FIELDS[2:]
 # A lone surrogate (a JSON "\\udXXX" escape) cannot be held by DuckDB: it travels as a character
@@ -479,22 +478,21 @@ class DuckEngine:
         # ids' copies are then numbered in the order read and the later ones set aside by
         # position. As copies are few, only they are sorted, and a hash two ids share only adds
         # rows to that sort.
-        # At ten million the hashes are still counted a slice at a time (by hash), or the
-        # table of them does not fit in the default memory_limit.
-        rows = con.execute("SELECT (SELECT count(*) FROM parsed) + (SELECT count(*) FROM fast)").fetchone()[0]
-        slices = max(1, -(-rows // COUNT_SLICE_ROWS))
-        con.execute("CREATE TABLE copied (h UBIGINT)")
-        for k in range(slices):
-            con.execute(
-                """
-                INSERT INTO copied
-                SELECT h FROM (
-                  SELECT guard_h(id) AS h FROM parsed WHERE odd IS NULL AND t_us IS NOT NULL
-                  UNION ALL SELECT h FROM fast WHERE t_us IS NOT NULL
-                ) WHERE h % $slices = $k GROUP BY h HAVING count(*) > 1
-                """,
-                {"slices": slices, "k": k},
-            )
+        # The hashes read twice are found by sorting them (each one equal to the one before it),
+        # not by a table of counts: a sort of ten million 8-byte keys spills to disk as it needs
+        # to, where a table of counts of them does not fit the default memory_limit (it had to
+        # be built a slice at a time, a scan of the records each), and costs a third less.
+        con.execute(
+            """
+            CREATE TABLE copied AS
+            SELECT DISTINCT h FROM (
+              SELECT h, lag(h) OVER (ORDER BY h) AS before FROM (
+                SELECT guard_h(id) AS h FROM parsed WHERE odd IS NULL AND t_us IS NOT NULL
+                UNION ALL SELECT h FROM fast WHERE t_us IS NOT NULL
+              )
+            ) WHERE h = before
+            """
+        )
         con.execute(
             """
             CREATE TABLE later_copies AS

@@ -142,15 +142,20 @@ ORDER BY p.wasted DESC, p.longest DESC, p.agent, p.thread;
 """
 
 # What guard runs for RETRIES: the same rows, each thread keyed by a 64-bit hash of its agent and
-# thread while its refusals are sorted, which halves the sort's work. ``shared`` counts the
-# threads that ended up with one hash; guard runs RETRIES instead when it is ever above 1.
+# thread while its refusals are sorted, and sorted by their time in microseconds alone: refusals
+# at one time lie together in either order, and every one after the first is within the window
+# of the one before, so the id that orders them in RETRIES changes no run's start or length. The
+# sort's keys are two integers instead of two strings, a double and a string (``t`` is
+# ``t_us / 1000000``, worked out here as the view does). ``shared`` counts
+# the threads that ended up with one hash; guard runs RETRIES instead when it is ever above 1.
 RETRIES_BY_HASH = f"""\
 WITH refused AS (
-  SELECT hash(coalesce(nullif(agent, ''), '-'), coalesce(nullif(thread, ''), '-')) AS h, t, id
+  SELECT hash(coalesce(nullif(agent, ''), '-'), coalesce(nullif(thread, ''), '-')) AS h, t_us
   FROM kept WHERE {REFUSAL}
 ), marked AS (
-  SELECT h, row_number() OVER w AS n, coalesce(t - lag(t) OVER w > $window_s, true) AS starts_run
-  FROM refused WINDOW w AS (PARTITION BY h ORDER BY t, id)
+  SELECT h, row_number() OVER w AS n,
+         coalesce(t_us / 1000000 - lag(t_us) OVER w / 1000000 > $window_s, true) AS starts_run
+  FROM refused WINDOW w AS (PARTITION BY h ORDER BY t_us)
 ), runs AS (
   SELECT h, n, lead(n) OVER (PARTITION BY h ORDER BY n) AS next FROM marked WHERE starts_run
 ), totals AS (

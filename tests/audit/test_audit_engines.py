@@ -312,10 +312,9 @@ def test_a_file_that_is_a_copy_of_another_adds_only_duplicates(tmp_path: Path) -
 def test_copies_are_found_by_the_hash_of_their_id_and_told_apart_by_the_id(
     tmp_path: Path, monkeypatch: pytest.MonkeyPatch, capsysbinary: pytest.CaptureFixture[bytes]
 ) -> None:
-    """The ids read twice are found by their hashes, counted a slice at a time past
-    COUNT_SLICE_ROWS: with a hash that many ids share, the copies (in another file, later in the
-    same file, a copy that differs) are still those the Python engine finds, and the first copy
-    read is the one kept."""
+    """The ids read twice are found by their hashes: with a hash that many ids share, the copies
+    (in another file, later in the same file, a copy that differs) are still those the Python
+    engine finds, and the first copy read is the one kept."""
     if "duckdb" not in engines():
         pytest.skip("DuckDB is not installed (pip install 'guard[audit]')")
     from audit_records import record
@@ -327,16 +326,14 @@ def test_copies_are_found_by_the_hash_of_their_id_and_told_apart_by_the_id(
     changed = [json.dumps(record(i * 13.0, id=f"s{i:04d}", agent="the-copy")) for i in range(0, 400, 3)]
     (tmp_path / "b.jsonl").write_text("\n".join(changed) + "\n")
     outputs = {}
-    runs = (("python", "", 0), ("duckdb", "", 0), ("duckdb-sliced", "", 60), ("duckdb-shared", "hash(id) % 3", 60))
-    for engine, macro, slice_rows in runs:
+    runs = (("python", ""), ("duckdb", ""), ("duckdb-shared", "hash(id) % 3"))
+    for engine, macro in runs:
         if macro:
             monkeypatch.setattr(duck, "_MACROS", duck._MACROS.replace("AS hash(id);", f"AS {macro};"))
-        if slice_rows:  # the hashes counted a slice at a time
-            monkeypatch.setattr(duck, "COUNT_SLICE_ROWS", slice_rows)
         argv = [str(tmp_path / "a.jsonl"), str(tmp_path / "b.jsonl"), "--json", "--engine", engine.split("-")[0]]
         assert report.main(argv) == 0
         outputs[engine] = capsysbinary.readouterr()
-    assert outputs["duckdb-shared"] == outputs["duckdb-sliced"] == outputs["duckdb"] == outputs["python"]
+    assert outputs["duckdb-shared"] == outputs["duckdb"] == outputs["python"]
     data = json.loads(outputs["duckdb"].out)
     assert data["summary"]["duplicates"] == 1 + len(changed) and data["summary"]["agents"] == 5
 
@@ -416,7 +413,7 @@ def test_retry_runs_are_the_same_when_two_threads_share_a_hash(
     outputs = {}
     for name, engine in (("python", "python"), ("duckdb", "duckdb"), ("shared", "duckdb")):
         if name == "shared":
-            shared = queries.RETRIES_BY_HASH.replace(") AS h, t, id", ") % 2 AS h, t, id")
+            shared = queries.RETRIES_BY_HASH.replace(") AS h, t_us", ") % 2 AS h, t_us")
             shared = shared.replace("hash(agent, thread) AS h", "hash(agent, thread) % 2 AS h")
             assert shared.count("% 2 AS h") == 2
             monkeypatch.setattr(queries, "RETRIES_BY_HASH", shared)
@@ -424,3 +421,35 @@ def test_retry_runs_are_the_same_when_two_threads_share_a_hash(
         outputs[name] = capsysbinary.readouterr()
     assert outputs["shared"] == outputs["duckdb"] == outputs["python"]
     assert len(json.loads(outputs["duckdb"].out)["retries"]["threads"]) == 12
+
+
+def test_retry_runs_with_refusals_at_one_time_are_the_python_engines(
+    tmp_path: Path, capsysbinary: pytest.CaptureFixture[bytes]
+) -> None:
+    """The retry runs are sorted by time alone (not by time and id): refusals of one thread at
+    the same millisecond, their ids in every order and the log's lines shuffled, at the edge of
+    the window and past it, give the Python engine's retry table."""
+    if "duckdb" not in engines():
+        pytest.skip("DuckDB is not installed (pip install 'guard[audit]')")
+    import random
+
+    from audit_records import record
+
+    from guard.audit import report
+
+    times = [0.0, 0.0, 0.0, 600.0, 600.0, 1200.001, 1200.001, 5000.0, 5000.0, 5000.0, 5600.0, 9000.0]
+    recs = []
+    for thread in range(6):
+        for k, t in enumerate(times):
+            recs.append(record(t + thread * 0.25, id=f"{'zyxwvutsrqpo'[k]}{thread}", thread=f"t{thread}",
+                               category=["publish", "mutate", "credential"][(k + thread) % 3]))  # fmt: skip
+    random.Random(7).shuffle(recs)
+    log = tmp_path / "log.jsonl"
+    log.write_text("".join(json.dumps(r) + "\n" for r in recs))
+    outputs = {}
+    for engine in ("python", "duckdb"):
+        assert report.main([str(log), "--json", "--engine", engine]) == 0
+        outputs[engine] = capsysbinary.readouterr()
+    assert outputs["duckdb"] == outputs["python"]
+    threads = json.loads(outputs["duckdb"].out)["retries"]["threads"]
+    assert len(threads) == 6 and {t["longest"] for t in threads} == {5}
