@@ -570,11 +570,13 @@ class DuckEngine:
         from guard.audit.pyreport import days_between
 
         params = {"top": top_n, "window_s": window_minutes * 60}
-        records, refusals, first, last, agents, threads = self._rows(queries.SUMMARY)[0]
-        # The retry runs are worked out by DuckDB on a cursor of their own while this thread
-        # folds the commands (DuckDB lets go of the GIL while it runs a query).
-        with ThreadPoolExecutor(max_workers=1) as pool:
+        # The retry runs are worked out by DuckDB on a cursor of their own, and the other
+        # queries on another, while this thread folds the commands (DuckDB lets go of the GIL
+        # while it runs a query): on two cores the report takes about as long as its longest
+        # query rather than all of them one after the other.
+        with ThreadPoolExecutor(max_workers=2) as pool:
             retries = pool.submit(self._retries, params, self.con.cursor())
+            others = pool.submit(self._counts, params, self.con.cursor())
             folded: dict[str, int] = {}
             cur = self.con.cursor().execute(queries.REFUSED_COMMANDS)
             while batch := cur.fetchmany(10000):
@@ -582,10 +584,12 @@ class DuckEngine:
                     key = normalise_command(_unmask(command))
                     folded[key] = folded.get(key, 0) + count
             commands = sorted(folded.items(), key=lambda kv: (-kv[1], kv[0]))[:top_n]
+            summary, top_rule, top_category, fired_rows, per_day_rows = others.result()
             threads_rows = retries.result()
-        fired = {_unmask(r[0]) for r in self._rows(queries.FIRED)}
+        records, refusals, first, last, agents, threads = summary[0]
+        fired = {_unmask(r[0]) for r in fired_rows}
         never = None if rule_ids is None else [x for x in rule_ids if x not in fired]
-        per_day = {day: (r, a) for day, r, a in self._rows(queries.PER_DAY)}
+        per_day = {day: (r, a) for day, r, a in per_day_rows}
         data = {
             "summary": {
                 "records": records,
@@ -600,8 +604,8 @@ class DuckEngine:
                 "threads": threads,
             },
             "top": {
-                "rule": [{"key": k, "count": c} for k, c in self._rows(queries.TOP_RULE, params)],
-                "category": [{"key": k, "count": c} for k, c in self._rows(queries.TOP_CATEGORY, params)],
+                "rule": [{"key": k, "count": c} for k, c in top_rule],
+                "category": [{"key": k, "count": c} for k, c in top_category],
                 "command": [{"key": k, "count": c} for k, c in commands],
             },
             "retries": {
@@ -629,6 +633,11 @@ class DuckEngine:
             ],
         }
         return _unmask_all(data)
+
+    def _counts(self, params: Mapping[str, Any], cur: Any) -> list[list[tuple]]:
+        """The rows of SUMMARY, TOP_RULE, TOP_CATEGORY, FIRED and PER_DAY, in that order."""
+        sqls = (queries.SUMMARY, queries.TOP_RULE, queries.TOP_CATEGORY, queries.FIRED, queries.PER_DAY)
+        return [self._rows(sql, params, cur) for sql in sqls]
 
     def _retries(self, params: Mapping[str, Any], cur: Any) -> list[tuple]:
         """RETRIES' rows, sorted by hashed threads (RETRIES itself where two threads share a hash)."""
