@@ -96,8 +96,12 @@ class Word:
     @property
     def literal(self) -> str | None:
         """The word's value when it is wholly literal, else None."""
+        parts = self.parts
+        if len(parts) == 1:  # most words: one part, no list to build and join
+            p = parts[0]
+            return p.text if isinstance(p, Lit) else None
         out = []
-        for p in self.parts:
+        for p in parts:
             if not isinstance(p, Lit):
                 return None
             out.append(p.text)

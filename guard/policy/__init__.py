@@ -40,19 +40,22 @@ def world_of(ctx: Context, rs: RuleSet) -> World:
 
 
 _last_world: list = []
+_PLACE = {"tree": True, "outside": False}  # where an invocation runs, as Verdict.in_tree says it
 
 
 def classify(script: Script, res: Resolution, ctx: Context, rs: RuleSet) -> Verdict:
     world = world_of(ctx, rs)
-    writes = derived(rs).writes
+    compiled = _compiled(rs)
+    writes = compiled.derived.writes
     notes = list(res.unresolved)
     hits: list[tuple[int, int, dict, Invocation, dict, bool]] = []
     places: list[bool | None] = []
     for idx, inv in enumerate(res.invocations):
         facts = facts_for(inv, world)
         in_tree = facts.get("repo") if "repo" in facts else where(inv.cwd, world)
-        places.append({"tree": True, "outside": False}.get(in_tree))
-        allows, refusals, gates = _candidates(rs, facts.get("program") or inv.program)
+        places.append(_PLACE.get(in_tree))  # type: ignore[arg-type]
+        allows, refusals, gates = compiled.by_program.get(facts.get("program") or inv.program) or _candidates(
+            rs, facts.get("program") or inv.program)
         if gates is not None and gates.isdisjoint(facts):
             continue  # every rule left needs a fact this invocation lacks (ls, cat, pytest …)
         exempt: set[str] = set()

@@ -16,6 +16,10 @@ from guard.ir import UNKNOWN, Invocation
 from guard.policy.programs import Reading, Spec, read, reader_facts, spec_for
 from guard.record import dataclass
 
+TYPE_CHECKING = False
+if TYPE_CHECKING:
+    from guard.ruleset.derived import PrefixSearch
+
 # Literal patterns, compiled at import (before the analysis server forks its workers).
 _HTTPIE_DATA_ITEM = re.compile(r"^[^=:@]+(:=@|=@|:=|=|@)")
 _CRED_GLOB_HINT = re.compile(r"cred|netrc|hosts|environ|gh")
@@ -43,7 +47,7 @@ class World:
     env: Mapping[str, str]
     forges: tuple[Forge, ...]
     token_vars: frozenset[str]
-    token_prefixes: re.Pattern[str] | None  # config token_prefixes, each letter also as a [class] holding it
+    token_prefixes: PrefixSearch | None  # config token_prefixes, each letter also as a [class] holding it
     programs: Mapping[str, Spec]
     named: frozenset[str]  # programs some rule names
     read_all: bool = False  # a rule naming no program wants args or flags: read every program's

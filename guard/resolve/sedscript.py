@@ -32,6 +32,8 @@ def sed_commands(argv: tuple[str, ...], stdin: str | None) -> list[tuple[str, st
     """(label, command) for each command the sed invocation runs; command None when it is text
     built at run time."""
     scripts, ere = _scripts(argv)
+    if not any("e" in script for script in scripts):
+        return []  # both ways to run a command (the e command, the s///e flag) spell an e
     lines = None
     if stdin is not None and not _has_file_operand(argv):
         lines = stdin.split("\n")

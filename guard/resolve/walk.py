@@ -31,7 +31,6 @@ from guard.ir import (
     Subshell,
     Word,
 )
-from guard.record import replace
 from guard.resolve.state import Assoc, Frame, Sink, State, relink
 from guard.resolve.variables import resolve_name, set_element
 from guard.resolve.words import (
@@ -48,6 +47,8 @@ if TYPE_CHECKING:
     from collections.abc import Callable
 
 OUTPUT_OPS = frozenset({">", ">>", ">|", "&>", "&>>", "<>"})
+# The programs whose effect on later commands of the same command line the walk remembers.
+_REMEMBERED = frozenset({"rm", "rmdir", "cp", "ln", "install", "mv", "link", "mkdir", "git"})
 LATER_CODE = frozenset({"PROMPT_COMMAND", "PS0", "PS1", "PS2", "PS4"})
 
 
@@ -217,10 +218,11 @@ class Walker:
             if head != "[[" and any(a[:1] == "-" and "p" in a for a in argv[1:]):
                 refs.extend(a for a in argv[1:] if a.isidentifier())  # declare -p GH_TOKEN prints it
         else:
+            append = argv.append
             for w in n.words:
                 field = literal_field(w)
                 if field is not None:
-                    argv.append(field)
+                    append(field)
                 else:
                     argv.extend(self.expand(w, st, fr, refs))
         if not n.words:
@@ -249,10 +251,11 @@ class Walker:
         name = argv[0]
         if name in st.functions and fr.depth < self.sink.max_depth:
             return self.call_function(name, argv, st, fr, stdin)
-        label = _computed_name(first)
+        label = _computed_name(first) if head is None else None  # a literal name was not computed
         if label:
             fr = Frame(fr.via + (label,), fr.depth, fr.lang)
-        final = programs.run(self, tuple(argv), st, fr, env, stdin, writes, refs, n.pos)
+        args = tuple(argv)
+        final = programs.run(self, args, st, fr, env, stdin, writes, refs, n.pos)
         if head in builtins.DECLARE:
             for a in argv[1:]:
                 var, eq, val = a.partition("=")
@@ -265,10 +268,14 @@ class Walker:
         if argv[0] in builtins.CHANGES_STATE:
             builtins.apply(argv, st, stdin, env, lambda text: self.compound(text, st, fr))
         if len(st.ran) < 256:
-            st.ran.append(final or tuple(argv))
+            st.ran.append(final or args)
         if writes:
-            self.remember_written(tuple(argv), stdin, writes, st)
-        ran = final[0].rsplit("/", 1)[-1] if final else None
+            self.remember_written(args, stdin, writes, st)
+        if not final:
+            return final
+        ran = final[0].rsplit("/", 1)[-1]
+        if ran not in _REMEMBERED:
+            return final
         if ran in ("rm", "rmdir"):
             home = str(st.vars.get("HOME") or "/root")
             st.removed.update(paths.join(st.cwd, a, home) for a in final[1:] if not a.startswith("-"))
@@ -527,22 +534,26 @@ class Walker:
             merged = dict(env)
         # the empty cases (no refs, reads, removals or clones: nearly every invocation) as
         # literals, not as tuples built from empty containers
+        # positionally, in the field order of Invocation (program, argv, cwd, env, via, stdin,
+        # pipe_to, writes, var_refs, pos, lang, reads, removed, cloned, facts): one is made per
+        # program run, and fifteen keywords cost more to bind than the record's fields to fill
         self.sink.invocations.append(
             Invocation(
-                program=prog,
-                argv=argv,
-                cwd=cwd or st.cwd,
-                env=merged,
-                via=fr.via,
-                stdin=stdin,
-                writes=writes,
-                var_refs=tuple(dict.fromkeys(refs)) if refs else (),
-                pos=pos,
-                lang=fr.lang,
-                facts=facts or {},
-                reads=tuple(self.reads) if self.reads else (),
-                removed=tuple(st.removed) if st.removed else (),
-                cloned=tuple(st.cloned) if st.cloned else (),
+                prog,
+                argv,
+                cwd or st.cwd,
+                merged,
+                fr.via,
+                stdin,
+                (),
+                writes,
+                tuple(dict.fromkeys(refs)) if refs else (),
+                pos,
+                fr.lang,
+                tuple(self.reads) if self.reads else (),
+                tuple(st.removed) if st.removed else (),
+                tuple(st.cloned) if st.cloned else (),
+                facts or {},
             )
         )
 
@@ -588,7 +599,17 @@ def _computed_name(word: Word) -> str | None:
 
 
 def _with(inv: Invocation, **kw: object) -> Invocation:
-    return replace(inv, **kw)
+    """``replace(inv, **kw)`` for an Invocation, by copying its fields' dict: the pipeline gives
+    every stage's invocations their ``pipe_to``, and the generic ``replace`` rebuilt each from
+    sixteen keyword arguments."""
+    new = _new_object(Invocation)
+    d = new.__dict__
+    d.update(inv.__dict__)
+    d.update(kw)
+    return new
+
+
+_new_object = object.__new__
 
 
 def walk_script(script: Script, ctx: Context, sink: Sink, reparse: Callable[[str], Script]) -> None:
@@ -606,22 +627,23 @@ def _start_cwd(cwd: str) -> str:
 
 
 def initial_state(ctx: Context) -> State:
-    st = State(cwd=_start_cwd(ctx.cwd), vars=dict(ctx.env))
-    st.given = (st.cwd, *ctx.trees)
+    cwd = _start_cwd(ctx.cwd)
+    env = ctx.env
+    vars: dict = dict(env)
     # bash sets BASH itself; an agent's SHELL is this shell (guard-shell runs /bin/bash)
-    st.vars.setdefault("BASH", "/bin/bash")
-    st.vars["IFS"] = " \t\n"  # bash never takes IFS from the environment
-    st.vars.setdefault("SHELL", "/bin/bash")
-    st.aliases.update(ctx.aliases)
+    vars.setdefault("BASH", "/bin/bash")
+    vars["IFS"] = " \t\n"  # bash never takes IFS from the environment
+    vars.setdefault("SHELL", "/bin/bash")
+    st = State(cwd, vars, aliases=dict(ctx.aliases) if ctx.aliases else None, given=(cwd, *ctx.trees))
     for name, src in ctx.functions.items():
         st.functions[name] = src
-    for key in [k for k in ctx.env if k[:10] == "BASH_FUNC_"]:  # most environments hold none
-        value = ctx.env[key]
-        # bash's exported functions: BASH_FUNC_name%%='() { body; }'
-        if key.endswith("%%") and value.lstrip().startswith("()"):
-            name = key[10:-2]
-            st.functions[name] = f"{name} {value}"
-            st.vars.pop(key, None)
+    # bash's exported functions: BASH_FUNC_name%%='() { body; }'. Most environments hold none,
+    # and one search of the names joined finds that without a Python loop over them.
+    if "BASH_FUNC_" in "\0".join(env):
+        for key in [k for k in env if k[:10] == "BASH_FUNC_"]:
+            value = env[key]
+            if key.endswith("%%") and value.lstrip().startswith("()"):
+                name = key[10:-2]
+                st.functions[name] = f"{name} {value}"
+                st.vars.pop(key, None)
     return st
-
-

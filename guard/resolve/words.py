@@ -992,9 +992,20 @@ def literal_field(word: Word) -> str | None:
     parts = word.parts
     if len(parts) == 1 and type(parts[0]) is Lit:
         lit = parts[0]
-        if lit.quoted or not _NEEDS_WORK.search(lit.text):
-            return lit.text
+        text = lit.text
+        if lit.quoted:
+            return text
+        plain = _PLAIN_TEXT.get(text)
+        if plain is None:
+            plain = _NEEDS_WORK.search(text) is None
+            if len(_PLAIN_TEXT) < 8192:  # words recur from command to command (-la, head, src/)
+                _PLAIN_TEXT[text] = plain
+        if plain:
+            return text
     return None
+
+
+_PLAIN_TEXT: dict[str, bool] = {}  # unquoted literal text → holds none of ``_NEEDS_WORK``'s characters
 
 
 def expand_word(

@@ -35,3 +35,15 @@ def test_an_operators_prefix_extends_the_shipped_ones(tmp_path, monkeypatch) -> 
     assert analyze("grep -r ghp_ ~", ctx).rule == "token-pattern-search"  # the shipped ones stay
     assert analyze("grep -rn acme_tool src/", ctx).verdict == "allow"
     load.forget()
+
+
+@pytest.mark.parametrize("text", [
+    "grep -rn ghp_ src", "sed -n '/[gG]hp_/p' f", "[[ $x == g[hl]p_* ]]", "awk '/[a-z]+/ {print $1}'",
+    "[" * 200 + "g" * 200, "[g" * 300 + "hp_", "gh[a-z]_", "x\ud800[ghp_]", "x\ud800 [abc]", "glpat-", "[", "",
+])
+def test_the_search_answers_as_the_pattern_does_on_every_path(text: str) -> None:
+    # without a "[" the prefixes are looked for as substrings; with one RE2 runs the pattern,
+    # and Python's engine takes text RE2 cannot (a lone surrogate): all give the pattern's answer
+    search = prefix_search(["ghp_", "gho_", "github_pat_", "glpat-"])
+    assert search is not None
+    assert search.search(text) is (search.pattern.search(text) is not None)
