@@ -5,13 +5,13 @@ refuses (message on stderr, exit 126) or hands the untouched arguments to the re
 (``GUARD_REAL_SHELL``, default ``/bin/bash``). With no command and a terminal on stdin it starts
 an interactive session (``guard.shell_interactive``).
 
-Hot path: this module imports only ``os``, ``sys`` and ``signal`` at load time; the engine, the
-relay and the audit log are imported when they are needed.
+Hot path: this module imports only ``posix``, ``sys`` and ``_signal`` at load time (not ``os``:
+see ``guard.sysenv``); the engine, the relay and the audit log are imported when they are
+needed.
 """
 
-from __future__ import annotations
 
-import os
+import posix
 import sys
 
 try:  # the C module: `signal` itself imports enum (~3 ms), paid on every command
@@ -20,6 +20,7 @@ except ImportError:  # pragma: no cover - other Pythons
     import signal  # type: ignore[no-redef]
 
 from guard import launch as launcher
+from guard import sysenv
 from guard.launch import original_environ
 from guard.shell_args import ShellArgs, parse_args
 from guard.shell_decide import (
@@ -36,6 +37,10 @@ from guard.shell_decide import (
     say,
 )
 
+TYPE_CHECKING = False
+if TYPE_CHECKING:
+    from collections.abc import Mapping
+
 # A script file bigger than this is not read for analysis (the failure policy applies).
 MAX_SCRIPT_BYTES = 64 * 1024 * 1024
 
@@ -44,7 +49,7 @@ def _read_all(fd: int) -> bytes:
     chunks = []
     while True:
         try:
-            b = os.read(fd, 1 << 16)
+            b = posix.read(fd, 1 << 16)
         except InterruptedError:
             continue
         if not b:
@@ -60,32 +65,32 @@ def _replace_stdin(data: bytes) -> None:
     import stat
 
     try:
-        was_pipe = not stat.S_ISREG(os.fstat(0).st_mode)
+        was_pipe = not stat.S_ISREG(posix.fstat(0).st_mode)
     except OSError:
         was_pipe = True
     if was_pipe and _stdin_pipe(data):
         return
     try:
-        fd = os.memfd_create("guard-shell-stdin", 0)
+        fd = posix.memfd_create("guard-shell-stdin", 0)
     except (AttributeError, OSError):
         import tempfile
 
         fd, path = tempfile.mkstemp(prefix="guard-shell-")
-        os.unlink(path)
+        posix.unlink(path)
     view = memoryview(data)
     while view:
-        k = os.write(fd, view)
+        k = posix.write(fd, view)
         view = view[k:]
-    os.lseek(fd, 0, os.SEEK_SET)
-    os.dup2(fd, 0)
-    os.close(fd)
+    posix.lseek(fd, 0, 0)  # SEEK_SET
+    posix.dup2(fd, 0)
+    posix.close(fd)
 
 
 def _stdin_pipe(data: bytes) -> bool:
     """fd 0 becomes a pipe that yields ``data`` then EOF; a writer process feeds what does not
     fit in the pipe's buffer. False when no pipe could be made (the caller uses a file)."""
     try:
-        r, w = os.pipe()
+        r, w = posix.pipe()
     except OSError:
         return False
     try:
@@ -95,48 +100,50 @@ def _stdin_pipe(data: bytes) -> bool:
     except (OSError, ImportError, AttributeError):
         pass
     try:
-        os.set_blocking(w, False)
-        sent = os.write(w, data) if data else 0
+        posix.set_blocking(w, False)
+        sent = posix.write(w, data) if data else 0
     except BlockingIOError:
         sent = 0
     except OSError:
-        os.close(r)
-        os.close(w)
+        posix.close(r)
+        posix.close(w)
         return False
     if sent < len(data):
         try:
-            pid = os.fork()
+            pid = posix.fork()
         except OSError:
-            os.close(r)
-            os.close(w)
+            posix.close(r)
+            posix.close(w)
             return False
         if pid == 0:  # the writer: holds nothing but the pipe's write end
             try:
-                os.close(r)
-                null = os.open(os.devnull, os.O_RDWR)
+                posix.close(r)
+                null = posix.open("/dev/null", posix.O_RDWR)
                 for fd in (0, 1, 2):
-                    os.dup2(null, fd)
-                os.set_blocking(w, True)
+                    posix.dup2(null, fd)
+                posix.set_blocking(w, True)
                 view = memoryview(data)[sent:]
                 while view:
-                    view = view[os.write(w, view):]
+                    view = view[posix.write(w, view):]
             finally:
-                os._exit(0)
-    os.close(w)
-    os.dup2(r, 0)
-    os.close(r)
+                posix._exit(0)
+    posix.close(w)
+    posix.dup2(r, 0)
+    posix.close(r)
     return True
 
 
 def _find_script(path: str, search: bool = True) -> str | None:
     """The file bash would read for ``bash SCRIPT``: as given, else searched on PATH."""
+    import os  # script mode: not on the path of a -c command
+
     if os.path.exists(path):
         return path
     if "/" in path or not search:
         return None
     for d in os.environ.get("PATH", "").split(":"):
         cand = os.path.join(d or ".", path)
-        if os.path.isfile(cand) and os.access(cand, os.R_OK):
+        if os.path.isfile(cand) and posix.access(cand, posix.R_OK):
             return cand
     return None
 
@@ -167,7 +174,7 @@ def read_script_file(path: str, limit: int = MAX_SCRIPT_BYTES, search: bool = Tr
     # stat first: even opening a FIFO (O_NONBLOCK or not) lets a writer waiting in open(2) go
     # on, and closing it again leaves that writer with nobody to read what it writes
     try:
-        st = os.stat(found)
+        st = posix.stat(found)
     except OSError:
         return ScriptFile("missing")
     if stat.S_ISDIR(st.st_mode):
@@ -176,7 +183,9 @@ def read_script_file(path: str, limit: int = MAX_SCRIPT_BYTES, search: bool = Tr
         return _special_script(path, st)
     from guard.resolve import files
 
-    if files.names_descriptor(found):  # a regular file on a descriptor: bash opens it afresh
+    if files.names_descriptor(found):
+        import os
+  # a regular file on a descriptor: bash opens it afresh
         found = os.path.realpath(found)
     text, why = files.read_text(found, limit)
     if text is not None:
@@ -186,12 +195,12 @@ def read_script_file(path: str, limit: int = MAX_SCRIPT_BYTES, search: bool = Tr
     return ScriptFile("missing")
 
 
-def _special_script(path: str, st: os.stat_result) -> ScriptFile:
+def _special_script(path: str, st: posix.stat_result) -> ScriptFile:
     """A script path that is not a regular file: this process's own stdin, or unknown."""
     import stat
 
     try:
-        own = os.fstat(0)
+        own = posix.fstat(0)
         mine = (own.st_dev, own.st_ino) == (st.st_dev, st.st_ino) and not stat.S_ISREG(own.st_mode)
     except OSError:
         mine = False
@@ -210,7 +219,7 @@ def _file_kind(mode: int) -> str:
     return "not a regular file"
 
 
-def exported_functions(env: dict[str, str] | os._Environ[str]) -> dict[str, str]:
+def exported_functions(env: "Mapping[str, str]") -> dict[str, str]:
     """Functions bash imports from the environment (``export -f``: ``BASH_FUNC_name%%``)."""
     out = {}
     for key, value in env.items():
@@ -220,7 +229,7 @@ def exported_functions(env: dict[str, str] | os._Environ[str]) -> dict[str, str]
     return out
 
 
-def startup_texts(parsed: ShellArgs, env: dict[str, str] | os._Environ[str]) -> list[str]:
+def startup_texts(parsed: ShellArgs, env: "Mapping[str, str]") -> list[str]:
     """Shell text bash runs before the command: a file named by ``--rcfile``/``--init-file``
     (read when the shell is interactive, ``-i``), and ``$BASH_ENV`` (non-interactive).
 
@@ -244,13 +253,15 @@ def startup_texts(parsed: ShellArgs, env: dict[str, str] | os._Environ[str]) -> 
     return texts
 
 
-def login_profiles(parsed: ShellArgs, env: dict[str, str] | os._Environ[str]) -> tuple[str, ...]:
+def login_profiles(parsed: ShellArgs, env: "Mapping[str, str]") -> tuple[str, ...]:
     """The profiles a login shell (``-l``, ``--login``) reads: /etc/profile, then the first of
     ~/.bash_profile, ~/.bash_login, ~/.profile (bash's order), unless ``--noprofile``."""
     if parsed.mode == "passthrough" or ("l" not in parsed.flags and "--login" not in parsed.long_flags):
         return ()
     if "--noprofile" in parsed.long_flags:
         return ()
+    import os
+
     found = ["/etc/profile"] if os.path.isfile("/etc/profile") else []
     home = env.get("HOME") or ""
     for name in (".bash_profile", ".bash_login", ".profile"):
@@ -272,6 +283,8 @@ def _option_value(options: tuple[str, ...], names: tuple[str, ...]) -> str | Non
 
 
 def _read_text(path: str) -> list[str]:
+    import os
+
     got = read_script_file(os.path.expanduser(path), search=False)
     return [got.text] if got.text is not None else []
 
@@ -284,7 +297,7 @@ def guard_command(
 
     ``env`` is the command's environment (default ``os.environ``); refusals are logged with it.
     """
-    environ = os.environ if env is None else env
+    environ = sysenv.environ() if env is None else env
     functions = exported_functions(environ)
     decision = Decision("run")
     from guard import hostwrap  # an agent host's wrapper: judge and log what the agent wrote
@@ -320,13 +333,14 @@ def served_decision(args: list[str], text: str, cwd: str | None, parsed: ShellAr
             _preload_relay()  # while the worker analyses
             reply = client.receive(launcher.pending)  # type: ignore[arg-type]
         else:
-            functions = exported_functions(os.environ)
-            if (text != launcher.not_plain and not startup_texts(parsed, os.environ)
-                    and passes_precheck(text, os.environ, None, functions)):
+            environ = sysenv.environ()
+            functions = exported_functions(environ)
+            if (text != launcher.not_plain and not startup_texts(parsed, environ)
+                    and passes_precheck(text, environ, None, functions)):
                 return Decision("run", plain=True)
-            if not client.enabled(os.environ):
+            if not client.enabled(environ):
                 return None
-            reply = client.ask([os.fsencode(a) for a in args], cwd, dict(os.environb))
+            reply = client.ask([sysenv.fsencode(a) for a in args], cwd, sysenv.environb())
     except Exception:  # noqa: BLE001 - any trouble: decide here
         return None
     if reply is None:
@@ -352,7 +366,7 @@ def _write_err(data: bytes) -> None:
     view = memoryview(data)
     while view:
         try:
-            view = view[os.write(2, view) :]
+            view = view[posix.write(2, view) :]
         except InterruptedError:
             continue
         except OSError:
@@ -361,9 +375,9 @@ def _write_err(data: bytes) -> None:
 
 def current_dir() -> str | None:
     try:
-        return os.getcwd()
+        return posix.getcwd()
     except OSError:
-        return os.environ.get("PWD") or None
+        return sysenv.environ().get("PWD") or None
 
 
 def _streamable(parsed: ShellArgs) -> bool:
@@ -379,13 +393,13 @@ def _streamable(parsed: ShellArgs) -> bool:
 def _stdin_argv(parsed: ShellArgs) -> list[bytes]:
     """bash's arguments for reading the script operand's commands from stdin (``-s``)."""
     opts = [o for o in parsed.options if o not in ("--", "-")]
-    return [os.fsencode(a) for a in ("-s", *opts, "--", *parsed.rest)]
+    return [sysenv.fsencode(a) for a in ("-s", *opts, "--", *parsed.rest)]
 
 
 def run(args: list[str]) -> int:
     """Everything ``main`` does, minus the process exit. Returns the status when not exec-ing."""
     parsed = parse_args(args)
-    argv = [os.fsencode(a) for a in args]
+    argv = [sysenv.fsencode(a) for a in args]
     if parsed.mode == "passthrough":
         return launch(argv, None)
     if parsed.mode == "command":
@@ -403,7 +417,7 @@ def run(args: list[str]) -> int:
             return shell_stream.run_stream(parsed, _stdin_argv(parsed), name=parsed.operand)
         if script.kind == "unknown" or script.kind == "stdin":
             # bash reads it; reading it here would take what bash reads (a FIFO, a terminal)
-            if os.environ.get("GUARD_FAIL", "").strip().lower() == "closed":
+            if sysenv.environ().get("GUARD_FAIL", "").strip().lower() == "closed":
                 say(f"guard: cannot check the script: {script.reason or parsed.operand}; "
                      "refusing it (GUARD_FAIL=closed)")
                 return REFUSED_STATUS
@@ -416,10 +430,10 @@ def run(args: list[str]) -> int:
         return launch(argv, script.text, verdict=decision.verdict)
     # stdin
     try:
-        os.fstat(0)
+        posix.fstat(0)
     except OSError:  # stdin closed: bash reads no commands; nothing to check
         return launch(argv, None)
-    if os.isatty(0):
+    if posix.isatty(0):
         from guard.shell_interactive import interactive_session
 
         return interactive_session(parsed)
@@ -446,12 +460,12 @@ def main() -> None:
     except KeyboardInterrupt:
         status = 130
     except Exception as exc:  # noqa: BLE001 - last resort: never a traceback
-        decision = failure_decision(reason(exc), os.environ)
+        decision = failure_decision(reason(exc), sysenv.environ())
         say(decision.message or "")
         if decision.action == "refuse":
             status = REFUSED_STATUS
         else:
-            status = exec_real([os.fsencode(real_shell()), *map(os.fsencode, sys.argv[1:])], original_environ())
+            status = exec_real([sysenv.fsencode(real_shell()), *map(sysenv.fsencode, sys.argv[1:])], original_environ())
     exit_now(status)
 
 
@@ -463,7 +477,7 @@ def exit_now(status: int) -> None:
             stream.flush()
         except Exception:  # noqa: BLE001 - a closed stream has nothing to flush
             pass
-    os._exit(status & 0xFF)
+    posix._exit(status & 0xFF)
 
 
 if __name__ == "__main__":

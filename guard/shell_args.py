@@ -3,7 +3,6 @@
 Imported on every guard-shell command: nothing but the builtins.
 """
 
-from __future__ import annotations
 
 # bash options that take the next argument as their value.
 _LONG_WITH_ARG = {"--rcfile", "--init-file"}

@@ -1,13 +1,13 @@
 """What every guard-shell mode (``-c``, script, stream, interactive) does with one command:
 decide it, record a refusal, and launch the real shell.
 
-Hot path: this module imports only ``os``, ``sys`` and ``signal`` at load time; the engine, the
-relay and the audit log are imported when they are needed.
+Hot path: this module imports only ``posix``, ``sys`` and ``_signal`` at load time (not ``os``:
+see ``guard.sysenv``); the engine, the relay and the audit log are imported when they are
+needed.
 """
 
-from __future__ import annotations
 
-import os
+import posix
 import sys
 
 try:  # the C module: `signal` itself imports enum (~3 ms), paid on every command
@@ -15,10 +15,13 @@ try:  # the C module: `signal` itself imports enum (~3 ms), paid on every comman
 except ImportError:  # pragma: no cover - other Pythons
     import signal  # type: ignore[no-redef]
 
+from guard import sysenv
 from guard.launch import original_environ, reset_signals
 
 TYPE_CHECKING = False
 if TYPE_CHECKING:  # imported where it is used: not on guard-shell -c's path
+    from collections.abc import Mapping
+
     from guard.shell_state import SessionState
 
 REFUSED_STATUS = 126
@@ -37,7 +40,7 @@ def analysis_text(raw: str) -> str:
         raw.encode("utf-8")
         return raw
     except UnicodeEncodeError:
-        return os.fsencode(raw).decode("utf-8", "replace")
+        return sysenv.fsencode(raw).decode("utf-8", "replace")
 
 
 # --------------------------------------------------------------------------- decision
@@ -94,15 +97,15 @@ def _detach_stdin() -> int:
     ``/dev/fd/0`` or ``/proc/self/fd/0`` may take a byte of it. Returns the saved copy (-1:
     nothing to restore)."""
     try:
-        saved = os.dup(0)  # non-inheritable: nothing started meanwhile gets it
+        saved = posix.dup(0)  # non-inheritable: nothing started meanwhile gets it
     except OSError:
         return -1
     try:
-        null = os.open(os.devnull, os.O_RDONLY)
-        os.dup2(null, 0)
-        os.close(null)
+        null = posix.open("/dev/null", posix.O_RDONLY)
+        posix.dup2(null, 0)
+        posix.close(null)
     except OSError:
-        os.close(saved)
+        posix.close(saved)
         return -1
     return saved
 
@@ -110,9 +113,9 @@ def _detach_stdin() -> int:
 def _reattach_stdin(saved: int) -> None:
     if saved >= 0:
         try:
-            os.dup2(saved, 0)
+            posix.dup2(saved, 0)
         finally:
-            os.close(saved)
+            posix.close(saved)
 
 
 def reason(exc: BaseException) -> str:
@@ -124,7 +127,7 @@ def reason(exc: BaseException) -> str:
     return f"{name}: {detail}"[:200] if detail else name
 
 
-def failure_decision(reason: str, env: dict[str, str] | os._Environ[str]) -> Decision:
+def failure_decision(reason: str, env: "Mapping[str, str]") -> Decision:
     """The guard could not decide: fail open (run, one line) unless ``GUARD_FAIL=closed``."""
     if env.get("GUARD_FAIL", "").strip().lower() == "closed":
         return Decision(
@@ -149,7 +152,7 @@ def decide(
     A command that ``guard.precheck`` proves harmless (one plain simple command of a listed
     program, nothing shadowing its name) runs without loading the analysis.
     """
-    base_env = os.environ if env is None else env
+    base_env = sysenv.environ() if env is None else env
     if passes_precheck(command, base_env, aliases, functions):
         return Decision("run", plain=True)
     try:
@@ -169,7 +172,7 @@ def decide(
         return failure_decision(reason(exc), base_env)
 
 
-def decide_in(command: str, state: SessionState) -> Decision:
+def decide_in(command: str, state: "SessionState") -> Decision:
     """``decide`` for a line of a live session (stdin stream or terminal): with the cwd,
     aliases, functions and variables its real shell had after the last command."""
     from guard.shell_state import analysis_env
@@ -180,7 +183,7 @@ def decide_in(command: str, state: SessionState) -> Decision:
 
 def passes_precheck(
     command: str,
-    env: dict[str, str] | os._Environ[str],
+    env: "Mapping[str, str]",
     aliases: dict[str, str] | None,
     functions: dict[str, str] | None,
 ) -> bool:
@@ -202,7 +205,7 @@ def record_refusal(command: str, decision: Decision, cwd: str | None, environ: d
     try:
         from guard.audit import log
 
-        env = dict(os.environ if environ is None else environ)
+        env = dict(sysenv.environ() if environ is None else environ)
         v = decision.verdict
         matched = getattr(v, "matched", None)
         via = list(getattr(matched, "via", ()) or ())
@@ -232,13 +235,13 @@ def record_refusal(command: str, decision: Decision, cwd: str | None, environ: d
 
 def say(line: str) -> None:
     try:
-        os.write(2, (line.rstrip("\n") + "\n").encode("utf-8", "surrogateescape"))
+        posix.write(2, (line.rstrip("\n") + "\n").encode("utf-8", "surrogateescape"))
     except OSError:
         pass
 
 
 def real_shell() -> str:
-    return os.environ.get("GUARD_REAL_SHELL") or DEFAULT_REAL_SHELL
+    return sysenv.environ().get("GUARD_REAL_SHELL") or DEFAULT_REAL_SHELL
 
 
 def exec_real(argv: list[bytes], env: dict[bytes, bytes]) -> int:
@@ -250,9 +253,9 @@ def exec_real(argv: list[bytes], env: dict[bytes, bytes]) -> int:
     except Exception:  # noqa: BLE001
         pass
     try:
-        os.execve(shell, argv, env)
+        posix.execve(shell, argv, env)
     except OSError as exc:
-        say(f"guard: {os.fsdecode(shell)}: {exc.strerror}")
+        say(f"guard: {sysenv.fsdecode(shell)}: {exc.strerror}")
         return 127 if isinstance(exc, FileNotFoundError) else REFUSED_STATUS
     return REFUSED_STATUS  # not reached
 
@@ -275,7 +278,7 @@ def launch(args: list[bytes], command: str | None, plain: bool = False, verdict:
     ``$0`` of the real shell is its own path (``GUARD_REAL_SHELL``), as when it is called by
     that path. Under the relay a death by signal is mirrored; with exec this does not return.
     """
-    shell = os.fsencode(real_shell())
+    shell = sysenv.fsencode(real_shell())
     env = original_environ()
     run = None if plain else _relay_runner()
     if run is None:
@@ -283,8 +286,8 @@ def launch(args: list[bytes], command: str | None, plain: bool = False, verdict:
     reset_signals()
     return int(
         run(  # type: ignore[operator]
-            [os.fsdecode(a) for a in (shell, *args)],
-            {os.fsdecode(k): os.fsdecode(v) for k, v in env.items()},
+            [sysenv.fsdecode(a) for a in (shell, *args)],
+            {sysenv.fsdecode(k): sysenv.fsdecode(v) for k, v in env.items()},
             command=command,
             mirror_signal=True,
             verdict=verdict,  # what classify knew: the annotator's programs, argv and tree

@@ -41,13 +41,13 @@ started still holds stderr open 0.2 s later, a small forked copier keeps relayin
 it closes them, so the guard returns at once and that process never gets SIGPIPE.
 """
 
-from __future__ import annotations
 
 import _thread
-import errno
-import os
+import posix
 import select
 import sys
+
+from guard import sysenv
 
 try:  # the C module: `signal` imports enum (~3-4 ms), and this runs on every analysed command
     import _signal as signal
@@ -63,6 +63,7 @@ if TYPE_CHECKING:  # the hot path does not pay for typing's runtime pieces
 MARKER = "GUARD_ANNOTATING"
 READ_SIZE = 1 << 20
 PIPE_SIZE = 1 << 20
+PIPE_DEFAULT = 1 << 16  # a new pipe's capacity on Linux
 DRAIN_GRACE = 0.2
 # A read this large means the command writes in bulk: from then on a pipe to a pipe is spliced.
 BULK_MIN = 256 << 10
@@ -104,20 +105,20 @@ if TYPE_CHECKING:
 
 def run(
     argv: list[str],
-    env: Mapping[str, str] | None = None,
+    env: "Mapping[str, str] | None" = None,
     *,
     cwd: str | None = None,
     cwd_in_tree: bool | None = None,
     annotate: bool = True,
     command: str | None = None,
-    programs: Collection[str] | None = None,
+    programs: "Collection[str] | None" = None,
     mirror_signal: bool = False,
     verdict: object | None = None,
 ) -> int:
     """Run ``argv`` under the stderr relay; see the module docstring. ``verdict`` is the
     analysis's verdict on ``command`` when the caller has it: the annotator takes the programs,
     their argv and whether the command works in the tree from it instead of analysing again."""
-    env_map = dict(os.environ if env is None else env)
+    env_map = dict(sysenv.environ() if env is None else env)
     nested = env_map.get(MARKER) == "1"
     sink_factory: Callable[[], Sink] | None = None
     child_env = env_map
@@ -127,7 +128,7 @@ def run(
         child_env[MARKER] = "1"
         here = cwd or _getcwd(env_map)
 
-        def sink_factory() -> Sink:
+        def sink_factory() -> "Sink":
             from guard.act.prefilter import sink_for_run
 
             return sink_for_run(  # type: ignore[no-any-return]
@@ -165,7 +166,7 @@ def die_like(sig: int) -> None:
         except (OSError, ValueError):
             return
     try:
-        os.kill(os.getpid(), sig)
+        posix.kill(posix.getpid(), sig)
     except OSError:
         return
 
@@ -173,43 +174,45 @@ def die_like(sig: int) -> None:
 # --------------------------------------------------------------------------- machinery
 
 
-def _getcwd(env: Mapping[str, str]) -> str:
+def _getcwd(env: "Mapping[str, str]") -> str:
     try:
-        return os.getcwd()
+        return posix.getcwd()
     except OSError:
         return env.get("PWD") or "/"
 
 
-def _resolve(program: str, env: Mapping[str, str]) -> str | None:
+def _resolve(program: str, env: "Mapping[str, str]") -> str | None:
     if "/" in program:
         return program
+    import os  # not on guard-shell's path: the real shell is named by its path
+
     path = env.get("PATH", os.defpath)
     for d in path.split(os.pathsep):
         cand = os.path.join(d or ".", program)
-        if os.path.isfile(cand) and os.access(cand, os.X_OK):
+        if os.path.isfile(cand) and posix.access(cand, posix.X_OK):
             return cand
     return None
 
 
 def _err(msg: str) -> None:
     try:
-        os.write(2, ("guard: " + msg + "\n").encode("utf-8", "replace"))
+        posix.write(2, ("guard: " + msg + "\n").encode("utf-8", "replace"))
     except OSError:
         pass
 
 
 def _status(wstatus: int) -> tuple[int, int]:
-    if os.WIFSIGNALED(wstatus):
-        sig = os.WTERMSIG(wstatus)
+    if posix.WIFSIGNALED(wstatus):
+        sig = posix.WTERMSIG(wstatus)
         return 128 + sig, sig
-    if os.WIFEXITED(wstatus):
-        return os.WEXITSTATUS(wstatus), 0
+    if posix.WIFEXITED(wstatus):
+        return posix.WEXITSTATUS(wstatus), 0
     return 1, 0
 
 
 def _stderr_usable() -> bool:
     try:
-        os.fstat(2)
+        posix.fstat(2)
         return True
     except OSError:
         return False
@@ -218,7 +221,7 @@ def _stderr_usable() -> bool:
 def _pdeathsig_wrapper() -> str | None:
     """util-linux's setpriv, when the machine has it (Python has no prctl of its own)."""
     for cand in ("/usr/bin/setpriv", "/bin/setpriv"):
-        if os.access(cand, os.X_OK):
+        if posix.access(cand, posix.X_OK):
             return cand
     return None
 
@@ -228,17 +231,17 @@ def stderr_target() -> str:
     file that is not also stdout), ``"stream"`` (a pipe, a socket, a file shared with stdout …)
     or ``"closed"``."""
     try:
-        st = os.fstat(2)
+        st = posix.fstat(2)
     except OSError:
         return "closed"
     kind = st.st_mode & 0o170000  # stat.S_IFMT without importing stat
     if kind == 0o020000:
-        if st.st_rdev == os.makedev(1, 3):
+        if st.st_rdev == posix.makedev(1, 3):
             return "null"
-        return "tty" if os.isatty(2) else "stream"
+        return "tty" if posix.isatty(2) else "stream"
     if kind == 0o100000:
         try:
-            out = os.fstat(1)
+            out = posix.fstat(1)
         except OSError:
             return "file"
         if (out.st_dev, out.st_ino) != (st.st_dev, st.st_ino):
@@ -254,27 +257,27 @@ def _open_follow() -> tuple[int, int] | None:
     try:
         import fcntl
 
-        if fcntl.fcntl(2, fcntl.F_GETFL) & os.O_APPEND:
+        if fcntl.fcntl(2, fcntl.F_GETFL) & posix.O_APPEND:
             return None
-        start = os.lseek(2, 0, os.SEEK_CUR)
-        if os.fstat(2).st_size != start:
+        start = posix.lseek(2, 0, 1)  # SEEK_CUR
+        if posix.fstat(2).st_size != start:
             return None  # old bytes lie past the offset (``2<>file``): they are not this command's
-        rfd = os.open("/proc/self/fd/2", os.O_RDONLY | os.O_CLOEXEC)
+        rfd = posix.open("/proc/self/fd/2", posix.O_RDONLY | posix.O_CLOEXEC)
     except (OSError, ImportError):
         return None
     try:
-        a, b = os.fstat(rfd), os.fstat(2)
+        a, b = posix.fstat(rfd), posix.fstat(2)
     except OSError:
-        os.close(rfd)
+        posix.close(rfd)
         return None
     if (a.st_dev, a.st_ino) != (b.st_dev, b.st_ino):
-        os.close(rfd)
+        posix.close(rfd)
         return None
     return rfd, start
 
 
 def _run(
-    argv: list[str], env: Mapping[str, str], sink_factory: Callable[[], Sink] | None, target: str = "stream"
+    argv: list[str], env: "Mapping[str, str]", sink_factory: "Callable[[], Sink] | None", target: str = "stream"
 ) -> tuple[int, int]:
     if not argv:
         _err("annotate: no program given")
@@ -291,7 +294,7 @@ def _run(
         # which survives its exec of the program; the program's argv is unchanged).
         spawn_path, spawn_argv = reaper, [reaper, "--pdeathsig", "KILL", "--", *argv]
     relay = sink_factory is not None and _stderr_usable()
-    tty = relay and os.isatty(2)
+    tty = relay and posix.isatty(2)
     rfd = wfd = -1
     follow = _open_follow() if relay and target == "file" else None
     if follow is not None:
@@ -300,14 +303,13 @@ def _run(
         if tty:
             rfd, wfd = _open_pty()
         else:
-            rfd, wfd = os.pipe()
-            _set_pipe_size(wfd, PIPE_SIZE)
+            rfd, wfd = posix.pipe()  # enlarged to PIPE_SIZE once the command fills it (_relay)
     fwd = _Forwarder(tty_fd=rfd if tty else -1)
     fwd.block()
     try:
-        file_actions = [(os.POSIX_SPAWN_DUP2, wfd, 2)] if relay else []
+        file_actions = [(posix.POSIX_SPAWN_DUP2, wfd, 2)] if relay else []
         try:
-            pid = os.posix_spawn(
+            pid = posix.posix_spawn(
                 spawn_path,
                 spawn_argv,
                 env,
@@ -317,10 +319,10 @@ def _run(
             )
         except OSError as e:
             _err(f"{argv[0]}: {e.strerror or e}")
-            return (127 if e.errno == errno.ENOENT else 126), 0
+            return (127 if isinstance(e, FileNotFoundError) else 126), 0
         finally:
             if wfd >= 0:
-                os.close(wfd)
+                posix.close(wfd)
                 wfd = -1
         fwd.start(pid)
         follower = None
@@ -352,18 +354,18 @@ def _run(
         return status, sig
     finally:
         if rfd >= 0:
-            os.close(rfd)
+            posix.close(rfd)
         if wfd >= 0:
-            os.close(wfd)
+            posix.close(wfd)
         if follow is not None:
-            os.close(follow[0])
+            posix.close(follow[0])
         fwd.stop()
 
 
 def _wait(pid: int) -> int:
     while True:
         try:
-            _, wstatus = os.waitpid(pid, 0)
+            _, wstatus = posix.waitpid(pid, 0)
             return wstatus
         except ChildProcessError:
             return 0
@@ -374,11 +376,11 @@ def _wait(pid: int) -> int:
 def _kill_quietly(pid: int) -> None:
     for sig in (signal.SIGTERM, signal.SIGKILL):
         try:
-            os.kill(pid, sig)
+            posix.kill(pid, sig)
         except OSError:
             return
         try:
-            if os.waitpid(pid, os.WNOHANG)[0]:
+            if posix.waitpid(pid, posix.WNOHANG)[0]:
                 return
         except ChildProcessError:
             return
@@ -386,7 +388,7 @@ def _kill_quietly(pid: int) -> None:
 
         time.sleep(0.1)
     try:
-        os.waitpid(pid, 0)
+        posix.waitpid(pid, 0)
     except ChildProcessError:
         pass
 
@@ -395,7 +397,7 @@ def _open_pty() -> tuple[int, int]:
     import fcntl
     import termios
 
-    master, slave = os.openpty()
+    master, slave = posix.openpty()
     try:
         attrs = termios.tcgetattr(2)
         attrs[1] &= ~termios.OPOST  # the outer terminal does output processing, once
@@ -424,7 +426,7 @@ def _copy_winsize(dst: int) -> None:
 class _LazySink:
     """Builds the real sink on the first bytes, so a silent command never loads the rules."""
 
-    def __init__(self, factory: Callable[[], Sink]) -> None:
+    def __init__(self, factory: "Callable[[], Sink]") -> None:
         self._factory = factory
         self._sink: Sink | None = None
         self.written = 0
@@ -467,7 +469,7 @@ def _write_all(fd: int, data: bytes | memoryview, state: list[bool] | None) -> N
     view = memoryview(data)
     while view:
         try:
-            n = os.write(fd, view)
+            n = posix.write(fd, view)
         except BlockingIOError:
             select.select([], [fd], [])
             continue
@@ -478,10 +480,10 @@ def _write_all(fd: int, data: bytes | memoryview, state: list[bool] | None) -> N
         view = view[n:]
 
 
-def _relay(rfd: int, pid: int, sink: _LazySink) -> _LazySink:
+def _relay(rfd: int, pid: int, sink: "_LazySink") -> "_LazySink":
     broken = [False]
     try:
-        pidfd = os.pidfd_open(pid)
+        pidfd = posix.pidfd_open(pid)
     except (OSError, AttributeError):
         pidfd = -1
     poller = select.poll()
@@ -493,7 +495,7 @@ def _relay(rfd: int, pid: int, sink: _LazySink) -> _LazySink:
     buf = bytearray(READ_SIZE)
     view = memoryview(buf)
     bulk: _PipeTee | None = None
-    tried_bulk = False
+    tried_bulk = grown = False
     import time
 
     try:
@@ -511,9 +513,9 @@ def _relay(rfd: int, pid: int, sink: _LazySink) -> _LazySink:
                 if fd != rfd:
                     continue
                 try:
-                    n = bulk.move(rfd, broken) if bulk is not None else os.readv(rfd, [buf])
+                    n = bulk.move(rfd, broken) if bulk is not None else posix.readv(rfd, [buf])
                 except OSError as e:
-                    if e.errno in (errno.EINTR, errno.EAGAIN):
+                    if isinstance(e, (InterruptedError, BlockingIOError)):  # EINTR, EAGAIN
                         continue
                     n = 0  # EIO: the pty has no writer left
                 if not n:
@@ -522,6 +524,12 @@ def _relay(rfd: int, pid: int, sink: _LazySink) -> _LazySink:
                 data = buf if bulk is None else bulk.buf  # where this round's bytes are
                 if bulk is None:
                     _write_all(2, view[:n], broken)
+                    if n >= PIPE_DEFAULT and not grown:
+                        # the command filled a default-sized pipe: it writes in bulk. Enlarged
+                        # now rather than at the start, so a command that prints little never
+                        # loads fcntl (a shared library: 0.2 ms)
+                        grown = True
+                        _set_pipe_size(rfd, PIPE_SIZE)
                     if n >= BULK_MIN and not tried_bulk and not broken[0]:
                         tried_bulk = True
                         bulk = _PipeTee.open(rfd)  # from the next round on
@@ -540,8 +548,8 @@ def _relay(rfd: int, pid: int, sink: _LazySink) -> _LazySink:
         if bulk is not None:
             bulk.close()
         if pidfd >= 0:
-            os.close(pidfd)
-        os.close(rfd)  # after a hand-off the copier holds its own copy
+            posix.close(pidfd)
+        posix.close(rfd)  # after a hand-off the copier holds its own copy
 
 
 class _PipeTee:
@@ -566,7 +574,7 @@ class _PipeTee:
     may refuse to enlarge it at all (an unprivileged user past the pipe-user-pages limit): then
     the rounds are split as before. Only the capacity changes: the bytes are the same."""
 
-    def __init__(self, tee: Callable[..., int], dup_r: int, dup_w: int, buf: Any, restore: int = 0) -> None:
+    def __init__(self, tee: "Callable[..., int]", dup_r: int, dup_w: int, buf: "Any", restore: int = 0) -> None:
         self._tee, self._r, self._w, self.buf = tee, dup_r, dup_w, buf
         self._restore = restore  # the size stderr's pipe had before open enlarged it, else 0
         import time
@@ -587,11 +595,12 @@ class _PipeTee:
         return wait if wait >= BULK_PAUSE_MIN else 0.0
 
     @classmethod
-    def open(cls, rfd: int) -> _PipeTee | None:
+    def open(cls, rfd: int) -> "_PipeTee | None":
         try:
-            if os.fstat(2).st_mode & 0o170000 != 0o010000 or not hasattr(os, "splice"):
+            if posix.fstat(2).st_mode & 0o170000 != 0o010000 or not hasattr(posix, "splice"):
                 return None  # stderr is not a pipe (a socket, a shared file): read and write
             import ctypes
+            import errno
 
             libc = ctypes.CDLL(None, use_errno=True)
             tee = libc.tee
@@ -600,7 +609,7 @@ class _PipeTee:
             buf = _aligned_buffer()
             if buf is None:
                 return None
-            r, w = os.pipe2(os.O_CLOEXEC)
+            r, w = posix.pipe2(posix.O_CLOEXEC)
         except (OSError, ImportError, AttributeError):
             return None
         _set_pipe_size(w, PIPE_SIZE)  # a smaller duplicate pipe only means more rounds
@@ -613,7 +622,7 @@ class _PipeTee:
                     return int(k)
                 err = ctypes.get_errno()
                 if err != errno.EINTR:
-                    raise OSError(err, os.strerror(err))
+                    raise OSError(err, posix.strerror(err))
 
         return cls(call, r, w, buf, restore)
 
@@ -628,23 +637,23 @@ class _PipeTee:
         left = n
         while left:  # the bytes tee just duplicated, and only those, go on to stderr
             if broken[0]:  # no reader left: take them off the pipe all the same
-                left -= os.readv(rfd, [memoryview(buf)[: min(left, len(buf))]])
+                left -= posix.readv(rfd, [memoryview(buf)[: min(left, len(buf))]])
                 continue
             try:
-                left -= os.splice(rfd, 2, left)
+                left -= posix.splice(rfd, 2, left)
             except BlockingIOError:
                 select.select([], [2], [])
             except OSError:
                 broken[0] = True
         got = 0
         while got < n:
-            got += os.readv(self._r, [memoryview(buf)[got:n]])
+            got += posix.readv(self._r, [memoryview(buf)[got:n]])
         return n
 
     def close(self) -> None:
         for fd in (self._r, self._w):
             try:
-                os.close(fd)
+                posix.close(fd)
             except OSError:
                 pass
         if self._restore:
@@ -662,7 +671,7 @@ class _Follower:
 
     POLL_MIN, POLL_MAX = 0.002, 0.05
 
-    def __init__(self, rfd: int, start: int, sink: _LazySink) -> None:
+    def __init__(self, rfd: int, start: int, sink: "_LazySink") -> None:
         self.rfd, self.offset, self.sink = rfd, start, sink
         self._stopping = False
         self._ended = _thread.allocate_lock()
@@ -678,7 +687,7 @@ class _Follower:
             while True:
                 stopping = self._stopping  # read before the pread: EOF after it means the end
                 try:
-                    n = os.preadv(self.rfd, [buf], self.offset)
+                    n = posix.preadv(self.rfd, [buf], self.offset)
                 except InterruptedError:
                     continue
                 except OSError:
@@ -695,7 +704,7 @@ class _Follower:
                 if stopping:
                     return
                 try:
-                    if os.fstat(self.rfd).st_size < self.offset:
+                    if posix.fstat(self.rfd).st_size < self.offset:
                         self.offset = 0  # truncated under us (``>/dev/stderr``): read it afresh
                 except OSError:
                     return
@@ -704,11 +713,11 @@ class _Follower:
         finally:
             self._ended.release()
 
-    def finish(self) -> _LazySink:
+    def finish(self) -> "_LazySink":
         self._stopping = True
         self._wake.release()
         self._ended.acquire()
-        os.close(self.rfd)
+        posix.close(self.rfd)
         return self.sink
 
 
@@ -736,7 +745,7 @@ def _set_pipe_size(fd: int, size: int) -> None:
         pass
 
 
-def _aligned_buffer() -> Any:
+def _aligned_buffer() -> "Any":
     """A page-aligned READ_SIZE buffer (see _PipeTee: the kernel's copy into a large bytearray
     runs at under half speed on AMD Zen), or None."""
     try:
@@ -750,16 +759,16 @@ def _aligned_buffer() -> Any:
 def _hand_off(rfd: int, broken: list[bool]) -> None:
     """A background process still holds stderr: keep copying it in a detached process."""
     try:
-        pid = os.fork()
+        pid = posix.fork()
     except OSError:
         return
     if pid:
         return
     try:  # the copier: no Python-level state beyond this loop
         # It holds only stderr: a caller waiting for stdout to close ($(…)) must not wait for it.
-        null = os.open(os.devnull, os.O_RDWR)
-        os.dup2(null, 0)
-        os.dup2(null, 1)
+        null = posix.open("/dev/null", posix.O_RDWR)
+        posix.dup2(null, 0)
+        posix.dup2(null, 1)
         signal.pthread_sigmask(signal.SIG_SETMASK, set())
         for sig in _FORWARDED:
             if sig not in (signal.SIGWINCH,):
@@ -769,7 +778,7 @@ def _hand_off(rfd: int, broken: list[bool]) -> None:
                     pass
         while True:
             try:
-                data = os.read(rfd, READ_SIZE)
+                data = posix.read(rfd, READ_SIZE)
             except InterruptedError:
                 continue
             except OSError:
@@ -778,7 +787,7 @@ def _hand_off(rfd: int, broken: list[bool]) -> None:
                 break
             _write_all(2, data, broken)
     finally:
-        os._exit(0)
+        posix._exit(0)
 
 
 def _in_main_thread() -> bool:
@@ -829,7 +838,7 @@ class _Forwarder:
 
     def _loop(self) -> None:
         waited = self.sigs | {_STOP}
-        me = os.getpid()
+        me = posix.getpid()
         while True:
             try:
                 info = signal.sigwaitinfo(waited)
@@ -847,7 +856,7 @@ class _Forwarder:
             if info.si_pid == self.pid:
                 continue
             try:
-                os.kill(self.pid, sig)
+                posix.kill(self.pid, sig)
             except OSError:
                 pass
 

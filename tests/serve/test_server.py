@@ -561,13 +561,21 @@ def test_a_request_imports_no_module_and_compiles_no_pattern_the_warm_up_could_h
 
 def _run_launcher(args: list[str], env: dict[str, str], cwd: Path, *flags: str) -> subprocess.CompletedProcess[str]:
     """bin/guard-shell as its -IS start runs it (guard found on sys.path without `site`)."""
-    code = (f"import sys\nsys.path.insert(0, {str(REPO)!r})\nsys.argv = [{str(REPO / 'bin' / 'guard-shell')!r}, "
-            f"*sys.argv[1:]]\nexec(compile(open(sys.argv[0]).read(), sys.argv[0], 'exec'))")
-    return subprocess.run([sys.executable, "-I", "-S", *flags, "-c", code, *args], env=env, cwd=cwd,
+    return subprocess.run([sys.executable, "-I", "-S", *flags, "-c", _launcher_code(), *args], env=env, cwd=cwd,
                           capture_output=True, text=True, timeout=60)
 
 
-def test_the_launcher_asks_once_before_os_is_imported_and_guard_shell_uses_its_reply(sock: str, tmp_path: Path) -> None:
+def _launcher_code() -> str:
+    return (f"import sys\nsys.path.insert(0, {str(REPO)!r})\nsys.argv = [{str(REPO / 'bin' / 'guard-shell')!r}, "
+            f"*sys.argv[1:]]\nexec(compile(open(sys.argv[0]).read(), sys.argv[0], 'exec'))")
+
+
+# What the analysed path of guard-shell must not load (guard.sysenv says why): os with what it pulls
+# in, __future__ (a file), and the shared libraries only a busy relay or a terminal needs.
+NOT_ON_THE_ANALYSED_PATH = ("os", "_collections_abc", "posixpath", "stat", "__future__", "errno", "fcntl", "termios")
+
+
+def test_the_launcher_asks_once_without_os_and_guard_shell_uses_its_reply(sock: str, tmp_path: Path) -> None:
     start_server(sock)
     tree = tmp_path / "tree"
     tree.mkdir()
@@ -578,15 +586,44 @@ def test_the_launcher_asks_once_before_os_is_imported_and_guard_shell_uses_its_r
     ran = _run_launcher(["-c", "x=$(echo hi); echo $x; git --version >/dev/null"], env, tmp_path, "-X", "importtime")
     assert ran.returncode == 0 and ran.stdout == "hi\n", ran.stderr
     imports = [ln.rsplit("|", 1)[1].strip() for ln in ran.stderr.splitlines() if ln.startswith("import time:")]
-    assert "_socket" in imports and "os" in imports and imports.index("_socket") < imports.index("os"), imports
+    assert "_socket" in imports and "guard.act.relay" in imports, imports  # asked, then run under the relay
+    assert not set(NOT_ON_THE_ANALYSED_PATH) & set(imports), imports
     assert "guard.engine" not in imports  # answered by the server, not analysed here
-    refused = _run_launcher(["-c", "git push origin HEAD"], env, tree)
+    refused = _run_launcher(["-c", "git push origin HEAD"], env, tree, "-X", "importtime")
+    imports = [ln.rsplit("|", 1)[1].strip() for ln in refused.stderr.splitlines() if ln.startswith("import time:")]
+    assert not set(NOT_ON_THE_ANALYSED_PATH) & set(imports), imports
+    refused.stderr = "".join(ln + "\n" for ln in refused.stderr.splitlines() if not ln.startswith("import time:"))
     assert refused.returncode == shell.REFUSED_STATUS and refused.stderr.startswith("Refused: git push."), refused
     assert [r[0] for r in _audit(tmp_path / "a.jsonl")] == ["git push origin HEAD"]  # logged once
     # one request per command: the launcher's; guard.shell did not ask again
     assert wait_for(lambda: client.answered(sock) == before + 2), (client.answered(sock), before)
     time.sleep(0.3)
     assert client.answered(sock) == before + 2
+
+
+def test_a_served_command_that_fills_its_stderr_pipe_still_gets_the_large_pipe(sock: str, tmp_path: Path) -> None:
+    """The relay's pipe starts at the kernel's default and is enlarged once the command fills
+    it: bulk output still moves in large rounds, every byte in order."""
+    start_server(sock)
+    tree = tmp_path / "tree"
+    tree.mkdir()
+    env = {**os.environ, "GUARD_TREE": str(tree), "GUARD_AUDIT_LOG": str(tmp_path / "a.jsonl")}
+    script = "x=$(echo 1); head -c 4194304 /dev/zero >&2; echo done >&2"
+    r, w = os.pipe()
+    p = subprocess.Popen([sys.executable, "-I", "-S", "-c", _launcher_code(), "-c", script], env=env, cwd=tmp_path,
+                         stdout=subprocess.DEVNULL, stderr=w)
+    os.close(w)
+    chunks, largest = [], 0
+    while True:
+        b = os.read(r, 1 << 21)
+        if not b:
+            break
+        chunks.append(b)
+        largest = max(largest, len(b))
+    os.close(r)
+    assert p.wait(timeout=60) == 0
+    assert b"".join(chunks) == bytes(4 << 20) + b"done\n"
+    assert largest > 1 << 16  # some round carried more than a default pipe holds
 
 
 def test_without_a_server_the_launcher_starts_one_and_the_command_is_decided_here_once(sock: str, tmp_path: Path) -> None:
