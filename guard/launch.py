@@ -43,11 +43,15 @@ PLAIN_FLAGS = frozenset("celuxvhBEHPT")
 
 
 def original_environ() -> dict[bytes, bytes]:
-    """The environment exactly as this process received it.
+    """The environment exactly as this process received it (read it, do not change it).
 
     Python may add variables at start-up (C locale coercion sets ``LC_CTYPE``); the real shell
-    must see what the caller passed, so read the kernel's copy when there is one.
+    must see what the caller passed, so read the kernel's copy when there is one. That copy is
+    the block the process started with, whatever it sets later, so it is read once.
     """
+    global _original
+    if _original is not None:
+        return _original
     try:
         with open("/proc/self/environ", "rb") as fh:
             raw = fh.read()
@@ -58,7 +62,11 @@ def original_environ() -> dict[bytes, bytes]:
         if b"=" in item:
             k, v = item.split(b"=", 1)
             env.setdefault(k, v)
+    _original = env
     return env
+
+
+_original: "dict[bytes, bytes] | None" = None
 
 
 def reset_signals() -> None:
