@@ -1,14 +1,16 @@
 """The IR of a plain command, read without tree-sitter.
 
-Two commands in three that agents run are plain: words of ordinary characters and quoted text
-without expansions, joined by ``&&``, ``||``, ``|`` and ``;``, perhaps ending in ``>FILE``,
-``2>/dev/null`` or ``2>&1`` (``grep -rn "def f" src | head -20``). For those this module builds the
-very IR the tree-sitter lowering builds (same words, parts, positions, redirects and shapes; the
-parse tests compare the two over the shared corpus), in 0.4–0.7 of the time: no parser run, no
-tree nodes visited. Globs (``*.py``) and tildes stay literal text here as there: the resolve
-stage expands them. ``lower`` answers None for anything else — an expansion, a backslash, a
-bracket or brace, a newline, a reserved word or an assignment where a command name stands, any
-redirection but those above — and the caller parses that text with tree-sitter as before.
+Most commands agents run are plain: words of ordinary characters, escapes and quoted text without
+expansions, perhaps ``NAME=value`` prefixes, joined by ``&&``, ``||``, ``|``, ``;`` and newlines,
+with ``>FILE``, ``<FILE``, ``2>/dev/null``, ``2>&1`` and here-documents whose bodies expand
+nothing (``grep -rn "def f" src | head -20``, ``cat <<'EOF' > t.py`` …). For those this module
+builds the very IR the tree-sitter lowering builds (same words, parts, positions, redirects and
+shapes; the parse tests compare the two over the shared corpus, the peers' cases and the fixtures)
+at a fraction of the cost: one regular-expression pass per line, no parser run, no tree nodes
+visited. Globs (``*.py``) and tildes stay literal text here as there: the resolve stage expands
+them. ``lower`` answers None for anything else — an expansion, a bracket or brace, a comment, a
+reserved word where a command name stands, any other redirection — and the caller parses that
+text with tree-sitter as before.
 """
 
 from __future__ import annotations
@@ -16,126 +18,266 @@ from __future__ import annotations
 import re
 
 import guard.parse.build as build
-from guard.ir import Lit, Redirect, Script, Simple, Word
-from guard.parse.words import merge_lits
+from guard.ir import Assign, Lit, Redirect, Script, Simple, Word
+from guard.parse.words import lex_word, merge_lits, unescape_dquoted
 
-MAX_PLAIN = 4096  # characters; longer commands are rarely plain and tree-sitter is linear anyway
+MAX_PLAIN = 64 * 1024  # characters; the reader is linear, but past this tree-sitter's budgets apply
 
-# One token per match: blanks, a word of plain characters only, a word with quoted text (no
-# expansion, escape, history mark or newline inside the quotes), an operator, a redirection
-# operator. ``findall`` gives one tuple per token with only its own group non-empty; tokens are
-# contiguous exactly when their lengths add up to the length of the command.
+_CHARS = r"[A-Za-z0-9_./:+,=*?~-]"
+# One token per match: blanks (with line continuations), a word of plain characters only, a word
+# with escapes or quoted text (no expansion or history mark inside the quotes), an operator, a
+# redirection operator, a here-document operator with its delimiter. ``findall`` gives one tuple
+# per token with only its own groups non-empty; tokens are contiguous exactly when their lengths
+# add up to the length of the text.
 _PIECES = (
-    r"[ \t]+",
-    r"[A-Za-z0-9_./:+,=*?~-]++(?!['\"])",
-    r"(?:[A-Za-z0-9_./:+,=*?~-]++|'[^'\n]*+'|\"[^\"\\$`!\n]*+\")++",
-    r"&&|\|\||[|;]",
-    r">>?(?:&(?=[0-9]))?",
+    r"(?:[ \t]|\\\n)++",
+    _CHARS + r"++(?![\\'\"])",
+    r"(?:" + _CHARS + r"++|\\[^\n]|'[^']*+'|\"(?:[^\"\\$`!]|\\[^\n])*+\")++",
+    r"&&|\|\||[|;\n]",
+    r">>?(?:&(?=[0-9]))?|<(?![<>&(])",
+    r"<<(?![<-])[ \t]*+(?:'[A-Za-z_][A-Za-z0-9_]*+'|\"[A-Za-z_][A-Za-z0-9_]*+\"|[A-Za-z_][A-Za-z0-9_]*+)(?=[ \t\n])",
+    r"(?!)",  # never matches: the place of a here-document's body among the tokens
 )
 _TOKEN = re.compile("|".join(f"({p})" for p in _PIECES))
 _WHOLE = re.compile("(?:" + "|".join(_PIECES) + ")*+")  # the same tokens, as one test of the whole text
+_HEREDOC = re.compile(r"<<[ \t]*+(['\"]?)([A-Za-z_][A-Za-z0-9_]*+)")
 # A command name as most commands have one (``git``, ``./run.sh``, ``python3.11``); other names
-# (``-``, ``:``, ``a+:``, ``x=1``) are where tree-sitter-bash has quirks of its own.
+# (``-``, ``:``, ``a+:``) are where tree-sitter-bash has quirks of its own.
 _NAME = re.compile(r"[A-Za-z0-9_./][A-Za-z0-9_./-]*")
-_PIECE = re.compile(r"[^'\"]+|'[^']*'|\"[^\"]*\"")
+_ASSIGN = re.compile(r"[A-Za-z_][A-Za-z0-9_]*+(\+?)=")
+_PIECE = re.compile(r"(?:[^'\"\\]|\\[\s\S])++|'[^']*+'|\"(?:[^\"\\]|\\[\s\S])*+\"")
 # Words that make the command something other than a simple command where a command name
 # stands (compound commands, declarations, keywords the lowering strips).
 _NOT_A_NAME = frozenset({
     "if", "then", "else", "elif", "fi", "do", "done", "case", "esac", "while", "until", "for", "select",
     "function", "in", "time", "coproc", "declare", "typeset", "export", "local", "readonly", "unset",
 })
+_NEWLINE = ("", "", "", "\n", "", "", "")
 
 
-def _quoted_word(text: str, start: int) -> Word:
+def _parts(text: str, start: int) -> tuple:
+    """The parts of a word with escapes or quotes, as the lowering merges them."""
     parts: list[Lit] = []
     for piece in _PIECE.findall(text):
-        if piece[0] in "'\"":
+        c = piece[0]
+        if c == "'":
             parts.append(Lit(piece[1:-1], True))
+        elif c == '"':
+            parts.append(Lit(unescape_dquoted(piece[1:-1]), True))
+        elif "\\" in piece:
+            parts.extend(lex_word(piece, start, None))
         else:
             parts.append(Lit(piece))
-    return Word(text, merge_lits(parts), (start, start + len(text)))
+        start += len(piece)
+    return merge_lits(parts)
 
 
-def _simple(words: list[Word], redirects: list[Redirect]) -> Simple | None:
+def _word(text: str, at: int, plain: bool) -> Word:
+    if plain:
+        return Word(text, (Lit(text),), (at, at + len(text)))
+    return Word(text, _parts(text, at), (at, at + len(text)))
+
+
+def _simple(words: list[Word], assigns: list[Assign], redirects: list[Redirect], start: int) -> Simple | None:
     head = words[0].raw
     if head in _NOT_A_NAME or not _NAME.fullmatch(head):
         return None
     if redirects and any(w.raw == "-" for w in words):
         return None  # tree-sitter-bash drops a lone ``-`` before a redirection
-    return Simple(tuple(words), (), tuple(redirects), pos=(words[0].pos[0], words[-1].pos[1]))
+    return Simple(tuple(words), tuple(assigns), tuple(redirects), pos=(start, words[-1].pos[1]))
+
+
+def _bodies(src: str, base: int) -> tuple[list, list[Redirect]] | None:
+    """The text cut into runs the token pattern reads, and the here-documents between them.
+
+    Each here-document's body starts after the newline that ends its line and runs to the line
+    that is its delimiter alone; that newline stays a token, the body and delimiter line become
+    one blank token. None when a here-document is not the kind read here.
+    """
+    tokens: list = []
+    docs: list[Redirect] = []
+    p = 0
+    while True:
+        k = src.find("<<", p)
+        if k < 0:
+            tail = src[p:]
+            if not _WHOLE.fullmatch(tail):
+                return None
+            tokens += _TOKEN.findall(tail)
+            return tokens, docs
+        m = _HEREDOC.match(src, k)
+        if m is None:
+            return None
+        nl = src.find("\n", m.end())
+        if nl < 0 or src.find("<<", m.end(), nl) >= 0:
+            return None  # no body, or two here-documents on one line
+        delim = m.group(2)
+        quoted = bool(m.group(1))
+        end = src.find("\n" + delim + "\n", nl)
+        if end < 0:
+            if not src.endswith("\n" + delim) or len(src) - len(delim) - 1 < nl:
+                return None
+            end = len(src) - len(delim) - 1
+        b0, e0 = nl + 1, end + 1
+        while b0 < e0 and src[b0] == "\n":
+            b0 += 1  # tree-sitter-bash's body starts at its first line with text
+        body = src[b0:e0]
+        if body[:1] in (" ", "\t") and not src[b0:src.find("\n", b0)].strip(" \t"):
+            return None  # a first line of blanks only: where tree-sitter starts it is not tried here
+        if body and (re.search(r"(?:^|\n)[ \t]*" + delim, src[b0 : e0 - 1]) is not None
+                     or (not quoted and ("$" in body or "`" in body or "\\" in body))):
+            return None  # a line the terminator test might read otherwise, or a body that expands
+        head = src[p:nl]
+        if not _WHOLE.fullmatch(head):
+            return None
+        tokens += _TOKEN.findall(head)
+        tokens.append(_NEWLINE)
+        tokens.append(("", "", "", "", "", "", src[b0 : e0 + len(delim)]))
+        docs.append(Redirect("<<", None, None, body=Word(body, (Lit(body, True),) if body else (),
+                                                              (base + b0, base + e0)), quoted=quoted))
+        p = e0 + len(delim)
 
 
 def lower(src: str, base: int = 0) -> Script | None:
     """The IR of ``src`` when it is a plain command (as ``treesitter.lower`` would give it),
     else None. ``base`` is the offset of ``src`` in the whole command."""
-    if len(src) > MAX_PLAIN or "==" in src or not _WHOLE.fullmatch(src):
-        return None  # (tree-sitter-bash reads ``==`` as a test operator anywhere)
+    if len(src) > MAX_PLAIN:
+        return None
+    if "<<" in src:
+        cut = _bodies(src, base)
+        if cut is None:
+            return None
+        tokens, docs = cut
+    elif _WHOLE.fullmatch(src):
+        tokens, docs = _TOKEN.findall(src), []
+    else:
+        return None
     items: list = []  # (node, False) per statement
     stream: list = []  # the statement being read: Simple nodes and operator strings
     words: list[Word] = []
+    assigns: list[Assign] = []
     redirects: list[Redirect] = []
+    start = 0  # where the command being read starts
     pending: str | None = None  # a redirection operator waiting for its target
     fd: int | None = None  # its descriptor
     at = base  # offset of the token in the whole command
     glued = False  # the last token was a word, touching whatever follows
-    for blank, plain, quoted, op, redir in _TOKEN.findall(src):
+    doc_line = False  # a here-document operator was read on this line
+    ndoc = 0
+    ops = "==" in src or "=~" in src  # tree-sitter-bash reads a bare ``==`` or ``=~`` as a test operator
+    pipes = 0  # ``|`` operators in the pipeline being read
+    long_pipe = False  # a line ended in a pipeline of three or more commands
+    cont = False  # a line continuation was read: a word must follow
+    for blank, plain, quoted, op, redir, heredoc, body in tokens:
         if blank:
+            if "\\" in blank:
+                if glued and blank[0] == "\\":
+                    return None  # a line continuation inside a word
+                cont = True
             at += len(blank)
             glued = False
             continue
         text = plain or quoted
+        if cont and not text:
+            return None  # a line continuation before anything but a word
+        cont = False
         if text:
             n = len(text)
-            word = Word(text, (Lit(text),), (at, at + n)) if plain else _quoted_word(text, at)
-            at += n
-            glued = True
             if pending is not None:
                 if pending == ">&" and not text.isdigit():
                     return None
-                redirects.append(Redirect(pending, fd, word))
+                redirects.append(Redirect(pending, fd, _word(text, at, bool(plain))))
                 pending = None
             elif redirects:
                 return None  # a word after a redirection: left to the full parser
+            elif not words and (m := _ASSIGN.match(text)) is not None:
+                if not assigns:
+                    start = at
+                eq = m.end()
+                name = text[: eq - 1 - len(m.group(1))]
+                if eq == n:
+                    value = Word("", (), (at + n, at + n))
+                else:
+                    value = _word(text[eq:], at + eq, bool(plain))
+                assigns.append(Assign(name, value, append=bool(m.group(1))))
             else:
-                words.append(word)
+                if ops and text in ("==", "=~"):
+                    return None
+                if not words and not assigns:
+                    start = at
+                words.append(_word(text, at, bool(plain)))
+            at += n
+            glued = True
             continue
-        if redir:
-            if pending is not None:
+        if redir or heredoc:
+            if pending is not None or not words or long_pipe:
                 return None
             fd = None
             if glued:  # ``2>…``: a glued 1 or 2 is the descriptor, anything else is not plain
-                last = words[-1] if words and not redirects else None
-                if last is None or last.raw not in ("1", "2") or src[last.pos[0] - base - 1 : last.pos[0] - base] not in ("", " ", "\t"):
+                last = words[-1] if not redirects else None
+                if heredoc or last is None or last.raw not in ("1", "2") or len(words) < 2 \
+                        or src[last.pos[0] - base - 1 : last.pos[0] - base] not in (" ", "\t"):
                     return None
                 words.pop()
                 fd = int(last.raw)
-            pending = redir
-            at += len(redir)
+            if heredoc:
+                if ndoc >= len(docs):
+                    return None
+                redirects.append(docs[ndoc])
+                ndoc += 1
+                doc_line = True
+                at += len(heredoc)
+            else:
+                pending = redir
+                at += len(redir)
             glued = False
+            continue
+        if body:
+            at += len(body)
             continue
         # an operator
         at += len(op)
         glued = False
-        if pending is not None or not words:
-            return None  # an operator missing its target, or with no command before it
-        node = _simple(words, redirects)
+        if pending is not None:
+            return None  # an operator missing its target
+        if op == "\n":
+            doc_line = False
+            if not words:
+                if assigns or redirects:
+                    return None
+                continue  # a blank line, or a line after ``&&`` or ``|``
+        elif not words or doc_line:
+            return None  # an operator with no command before it, or after a here-document
+        node = _simple(words, assigns, redirects, start)
         if node is None:
             return None
         stream.append(node)
-        words, redirects = [], []
-        if op == ";":
+        words, assigns, redirects = [], [], []
+        if op == ";" or op == "\n":
             items.append((build.build_chain(stream), False))
             stream = []
-        else:
+            if op == "\n" and pipes >= 2:
+                # tree-sitter-bash #347: after such a line, an ``&&`` or ``||`` list or a
+                # redirection further on takes the newline into a command (the lowering
+                # rejects that tree)
+                long_pipe = True
+            pipes = 0
+        elif op == "|":
+            pipes += 1
             stream.append(op)
-    if at - base != len(src) or pending is not None:
-        return None  # a character no token takes, or ``>`` at the end
+        elif long_pipe:
+            return None
+        else:
+            pipes = 0
+            stream.append(op)
+    if at - base != len(src) or pending is not None or ndoc != len(docs) or cont:
+        return None  # a character no token takes, ``>`` at the end, a here-document misread
     if words:
-        node = _simple(words, redirects)
+        node = _simple(words, assigns, redirects, start)
         if node is None:
             return None
         stream.append(node)
-    elif redirects or (stream and isinstance(stream[-1], str)):
+    elif assigns or redirects or (stream and isinstance(stream[-1], str)):
         return None  # ``a &&`` at the end: incomplete
     if stream:
         items.append((build.build_chain(stream), False))
