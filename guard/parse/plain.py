@@ -24,13 +24,12 @@ from guard.parse.words import lex_word, merge_lits, unescape_dquoted
 MAX_PLAIN = 64 * 1024  # characters; the reader is linear, but past this tree-sitter's budgets apply
 
 _CHARS = r"[A-Za-z0-9_./:+,=*?~-]"
-# One token per match: blanks (with line continuations), a word of plain characters only, a word
-# with escapes or quoted text (no expansion or history mark inside the quotes), an operator, a
-# redirection operator, a here-document operator with its delimiter. ``findall`` gives one tuple
-# per token with only its own groups non-empty; tokens are contiguous exactly when their lengths
-# add up to the length of the text.
+# One token per match: the blanks before it (with line continuations), then a word of plain
+# characters only, a word with escapes or quoted text (no expansion or history mark inside the
+# quotes), an operator, a redirection operator or a here-document operator with its delimiter.
+# ``findall`` gives one tuple per token with the blanks and only its own group non-empty; the
+# tokens are contiguous (``_WHOLE`` says so for the whole text in one test).
 _PIECES = (
-    r"(?:[ \t]|\\\n)++",
     _CHARS + r"++(?![\\'\"])",
     r"(?:" + _CHARS + r"++|\\[^\n]|'[^']*+'|\"(?:[^\"\\$`!]|\\[^\n])*+\")++",
     r"&&|\|\||[|;\n]",
@@ -38,8 +37,9 @@ _PIECES = (
     r"<<(?![<-])[ \t]*+(?:'[A-Za-z_][A-Za-z0-9_]*+'|\"[A-Za-z_][A-Za-z0-9_]*+\"|[A-Za-z_][A-Za-z0-9_]*+)(?=[ \t\n])",
     r"(?!)",  # never matches: the place of a here-document's body among the tokens
 )
-_TOKEN = re.compile("|".join(f"({p})" for p in _PIECES))
-_WHOLE = re.compile("(?:" + "|".join(_PIECES) + ")*+")  # the same tokens, as one test of the whole text
+_BLANKS = r"(?:[ \t]|\\\n)*+"
+_TOKEN = re.compile(f"({_BLANKS})(?:" + "|".join(f"({p})" for p in _PIECES) + ")")
+_WHOLE = re.compile(f"(?:{_BLANKS}(?:" + "|".join(_PIECES) + "))*+")
 _HEREDOC = re.compile(r"<<[ \t]*+(['\"]?)([A-Za-z_][A-Za-z0-9_]*+)")
 # A command name as most commands have one (``git``, ``./run.sh``, ``python3.11``); other names
 # (``-``, ``:``, ``a+:``) are where tree-sitter-bash has quirks of its own.
@@ -52,7 +52,7 @@ _NOT_A_NAME = frozenset({
     "if", "then", "else", "elif", "fi", "do", "done", "case", "esac", "while", "until", "for", "select",
     "function", "in", "time", "coproc", "declare", "typeset", "export", "local", "readonly", "unset",
 })
-_NEWLINE = ("", "", "", "\n", "", "", "")
+_LITS: dict[str, tuple[Lit]] = {}  # the parts of a plain word, by its text (records are immutable)
 
 
 def _parts(text: str, start: int) -> tuple:
@@ -124,18 +124,24 @@ def _bodies(src: str, base: int) -> tuple[list, list[Redirect]] | None:
         body = src[b0:e0]
         if body[:1] in (" ", "\t") and not src[b0:src.find("\n", b0)].strip(" \t"):
             return None  # a first line of blanks only: where tree-sitter starts it is not tried here
-        if body and (re.search(r"(?:^|\n)[ \t]*" + delim, src[b0 : e0 - 1]) is not None
+        if body and (delim in body and re.search(r"(?:^|\n)[ \t]*" + delim, src[b0 : e0 - 1]) is not None
                      or (not quoted and ("$" in body or "`" in body or "\\" in body))):
             return None  # a line the terminator test might read otherwise, or a body that expands
-        head = src[p:nl]
+        head = src[p : nl + 1]
         if not _WHOLE.fullmatch(head):
             return None
         tokens += _TOKEN.findall(head)
-        tokens.append(_NEWLINE)
         tokens.append(("", "", "", "", "", "", src[b0 : e0 + len(delim)]))
         docs.append(Redirect("<<", None, None, body=Word(body, (Lit(body, True),) if body else (),
                                                               (base + b0, base + e0)), quoted=quoted))
         p = e0 + len(delim)
+
+
+def _plain_parts(text: str) -> tuple[Lit]:
+    if len(_LITS) >= 8192:
+        _LITS.clear()
+    parts = _LITS[text] = (Lit(text),)
+    return parts
 
 
 def lower(src: str, base: int = 0) -> Script | None:
@@ -143,15 +149,17 @@ def lower(src: str, base: int = 0) -> Script | None:
     else None. ``base`` is the offset of ``src`` in the whole command."""
     if len(src) > MAX_PLAIN:
         return None
-    if "<<" in src:
-        cut = _bodies(src, base)
+    text = src.rstrip(" \t")  # blanks at the end belong to no token
+    if "<<" in text:
+        cut = _bodies(text, base)
         if cut is None:
             return None
         tokens, docs = cut
-    elif _WHOLE.fullmatch(src):
-        tokens, docs = _TOKEN.findall(src), []
+    elif _WHOLE.fullmatch(text):
+        tokens, docs = _TOKEN.findall(text), ()
     else:
         return None
+    lits = _LITS
     items: list = []  # (node, False) per statement
     stream: list = []  # the statement being read: Simple nodes and operator strings
     words: list[Word] = []
@@ -164,48 +172,48 @@ def lower(src: str, base: int = 0) -> Script | None:
     glued = False  # the last token was a word, touching whatever follows
     doc_line = False  # a here-document operator was read on this line
     ndoc = 0
-    ops = "==" in src or "=~" in src  # tree-sitter-bash reads a bare ``==`` or ``=~`` as a test operator
+    ops = "==" in text or "=~" in text  # tree-sitter-bash reads a bare ``==`` or ``=~`` as a test operator
     pipes = 0  # ``|`` operators in the pipeline being read
     long_pipe = False  # a line ended in a pipeline of three or more commands
-    cont = False  # a line continuation was read: a word must follow
     for blank, plain, quoted, op, redir, heredoc, body in tokens:
         if blank:
             if "\\" in blank:
                 if glued and blank[0] == "\\":
                     return None  # a line continuation inside a word
-                cont = True
+                if not (plain or quoted):
+                    return None  # a line continuation before anything but a word
             at += len(blank)
             glued = False
-            continue
-        text = plain or quoted
-        if cont and not text:
-            return None  # a line continuation before anything but a word
-        cont = False
-        if text:
-            n = len(text)
+        word = plain or quoted
+        if word:
+            n = len(word)
             if pending is not None:
-                if pending == ">&" and not text.isdigit():
+                if pending == ">&" and not word.isdigit():
                     return None
-                redirects.append(Redirect(pending, fd, _word(text, at, bool(plain))))
+                redirects.append(Redirect(pending, fd, Word(word, lits.get(word) or _plain_parts(word), (at, at + n))
+                                          if plain else Word(word, _parts(word, at), (at, at + n))))
                 pending = None
             elif redirects:
                 return None  # a word after a redirection: left to the full parser
-            elif not words and (m := _ASSIGN.match(text)) is not None:
+            elif not words and "=" in word and (m := _ASSIGN.match(word)) is not None:
                 if not assigns:
                     start = at
                 eq = m.end()
-                name = text[: eq - 1 - len(m.group(1))]
+                name = word[: eq - 1 - len(m.group(1))]
                 if eq == n:
                     value = Word("", (), (at + n, at + n))
+                elif plain:
+                    value = Word(word[eq:], (Lit(word[eq:]),), (at + eq, at + n))
                 else:
-                    value = _word(text[eq:], at + eq, bool(plain))
+                    value = Word(word[eq:], _parts(word[eq:], at + eq), (at + eq, at + n))
                 assigns.append(Assign(name, value, append=bool(m.group(1))))
             else:
-                if ops and text in ("==", "=~"):
+                if ops and word in ("==", "=~"):
                     return None
                 if not words and not assigns:
                     start = at
-                words.append(_word(text, at, bool(plain)))
+                words.append(Word(word, lits.get(word) or _plain_parts(word), (at, at + n)) if plain
+                             else Word(word, _parts(word, at), (at, at + n)))
             at += n
             glued = True
             continue
@@ -251,11 +259,13 @@ def lower(src: str, base: int = 0) -> Script | None:
         node = _simple(words, assigns, redirects, start)
         if node is None:
             return None
-        stream.append(node)
         words, assigns, redirects = [], [], []
         if op == ";" or op == "\n":
-            items.append((build.build_chain(stream), False))
-            stream = []
+            if stream:
+                stream.append(node)
+                node = build.build_chain(stream)
+                stream = []
+            items.append((node, False))
             if op == "\n" and pipes >= 2:
                 # tree-sitter-bash #347: after such a line, an ``&&`` or ``||`` list or a
                 # redirection further on takes the newline into a command (the lowering
@@ -264,23 +274,28 @@ def lower(src: str, base: int = 0) -> Script | None:
             pipes = 0
         elif op == "|":
             pipes += 1
+            stream.append(node)
             stream.append(op)
         elif long_pipe:
             return None
         else:
             pipes = 0
+            stream.append(node)
             stream.append(op)
-    if at - base != len(src) or pending is not None or ndoc != len(docs) or cont:
+    if at - base != len(text) or pending is not None or ndoc != len(docs):
         return None  # a character no token takes, ``>`` at the end, a here-document misread
     if words:
         node = _simple(words, assigns, redirects, start)
         if node is None:
             return None
-        stream.append(node)
-    elif assigns or redirects or (stream and isinstance(stream[-1], str)):
+        if stream:
+            stream.append(node)
+            node = build.build_chain(stream)
+        items.append((node, False))
+    elif assigns or redirects or stream:
         return None  # ``a &&`` at the end: incomplete
-    if stream:
-        items.append((build.build_chain(stream), False))
     if not items:
         return None
+    if len(items) == 1:
+        return Script(items[0][0], src, "tree-sitter")
     return Script(build.make_sequence(items), src, "tree-sitter")
