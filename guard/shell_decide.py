@@ -260,13 +260,18 @@ def exec_real(argv: list[bytes], env: dict[bytes, bytes]) -> int:
     return REFUSED_STATUS  # not reached
 
 
-def _relay_runner() -> object | None:
-    """The stderr relay's ``run`` once the annotator has landed, else None (exec directly).
+def _relay_runner(env: dict[bytes, bytes]) -> object | None:
+    """The stderr relay's ``run`` when it would annotate the command's stderr, else None (exec
+    directly: a guard outside already relays it, stderr is /dev/null or closed, or the relay is
+    broken).
 
     The only switch between the two ways of running an allowed command.
     """
     try:
         from guard.act import relay
+
+        if not relay.annotates(env.get(relay.MARKER.encode()) == b"1"):
+            return None
     except Exception:  # noqa: BLE001 - broken: exec instead
         return None
     return getattr(relay, "run", None)
@@ -280,7 +285,7 @@ def launch(args: list[bytes], command: str | None, plain: bool = False, verdict:
     """
     shell = sysenv.fsencode(real_shell())
     env = original_environ()
-    run = None if plain else _relay_runner()
+    run = None if plain else _relay_runner(env)
     if run is None:
         return exec_real([shell, *args], env)
     reset_signals()

@@ -119,11 +119,10 @@ def run(
     analysis's verdict on ``command`` when the caller has it: the annotator takes the programs,
     their argv and whether the command works in the tree from it instead of analysing again."""
     env_map = dict(sysenv.environ() if env is None else env)
-    nested = env_map.get(MARKER) == "1"
     sink_factory: Callable[[], Sink] | None = None
     child_env = env_map
     target = stderr_target()
-    if annotate and not nested and target not in ("null", "closed"):
+    if annotate and annotates(env_map.get(MARKER) == "1", target):
         child_env = dict(env_map)
         child_env[MARKER] = "1"
         here = cwd or _getcwd(env_map)
@@ -145,6 +144,14 @@ def run(
     if mirror_signal and sig:
         die_like(sig)
     return status
+
+
+def annotates(nested: bool, target: str | None = None) -> bool:
+    """Whether ``run`` relays and annotates stderr: not under a guard that already does
+    (``nested``: the marker is set) nor when stderr is /dev/null or closed (``target``, default
+    this process's stderr). When it does not, the child simply inherits stderr, and exec'ing it
+    instead is the same run, one process and the ``setpriv`` start fewer."""
+    return not nested and (target or stderr_target()) not in ("null", "closed")
 
 
 def die_like(sig: int) -> None:

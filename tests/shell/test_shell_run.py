@@ -280,3 +280,31 @@ def test_inherited_sigint_disposition(checked_shell: str, sandbox, disposition: 
     bash = run(shellkit.REAL_SHELL, ["-c", outer, shellkit.REAL_SHELL], sandbox)
     guarded = run(shellkit.REAL_SHELL, ["-c", outer, checked_shell], sandbox)
     assert (guarded.returncode, guarded.stdout) == (bash.returncode, bash.stdout)
+
+
+
+def _pids(shell: str, sandbox, env: dict, stderr: int) -> tuple[int, int, int]:
+    """guard-shell's pid, and bash's $$ and $PPID for an analysed command it runs."""
+    p = subprocess.Popen([shell, "-c", "x=$(echo hi); echo $$ $PPID"], cwd=sandbox["scratch"], env=env,
+                         stdout=subprocess.PIPE, stderr=stderr)
+    out, _ = p.communicate(timeout=60)
+    assert p.returncode == 0, out
+    bash_pid, bash_ppid = map(int, out.split())
+    return p.pid, bash_pid, bash_ppid
+
+
+@pytest.mark.parametrize("how", ["nested", "stderr-null"])
+def test_an_analysed_command_the_relay_would_not_annotate_is_execd(checked_shell: str, sandbox, how: str) -> None:
+    """Under a guard that already relays (GUARD_ANNOTATING=1), or with stderr on /dev/null, an
+    analysed command is exec'd like a plain one: bash keeps guard-shell's pid and there is no
+    setpriv start. With stderr a pipe and no marker it runs under the relay, as a child."""
+    env = shellkit.base_env(sandbox["home"], sandbox["tree"])
+    env.pop("GUARD_ANNOTATING", None)
+    if how == "nested":
+        guard_pid, bash_pid, bash_ppid = _pids(checked_shell, sandbox, {**env, "GUARD_ANNOTATING": "1"},
+                                               subprocess.PIPE)
+    else:
+        guard_pid, bash_pid, bash_ppid = _pids(checked_shell, sandbox, env, subprocess.DEVNULL)
+    assert (bash_pid, bash_ppid) == (guard_pid, os.getpid())
+    guard_pid, bash_pid, bash_ppid = _pids(checked_shell, sandbox, env, subprocess.PIPE)
+    assert bash_pid != guard_pid and bash_ppid == guard_pid  # the relay's child
