@@ -79,7 +79,9 @@ def classify(script: Script, res: Resolution, ctx: Context, rs: RuleSet) -> Verd
             break
     out = res.invocations
     if not hits:
-        return Verdict("allow", invocations=out, unresolved=tuple(notes), parser=script.parser, in_tree=tuple(places))
+        # positionally, in Verdict's field order (verdict, category, rule, tool, message,
+        # invocations, unresolved, parser, rule_source, matched, also, in_tree): one per command
+        return Verdict("allow", None, None, None, None, out, tuple(notes), script.parser, None, None, (), tuple(places))
     hits.sort(key=lambda h: (h[0], h[1]))
     _, _, rule, inv, facts, unknown = hits[0]
     others = []

@@ -498,19 +498,16 @@ def token_facts(inv: Invocation, world: World) -> dict:
         for nxt in inv.pipe_to:
             if nxt and nxt[0].rsplit("/", 1)[-1] in SEARCHERS and any(TOKENISH.search(a) for a in nxt[1:]):
                 facts["env_search"] = True
-    if prog not in MENTION_ONLY:
-        operands = (*args, *inv.reads)
-        # One CRED_HINTS pass over all operands first: no hint literal contains a newline, so the
-        # joined text holds a hint exactly when some operand does (most hold none).
-        if _cred_hint("\n".join(operands)) and any(_is_cred_store(a, inv.cwd, world) for a in operands):
-            facts["cred_store"] = True
+    if prog not in MENTION_ONLY and _names_a_store(inv, world):
+        facts["cred_store"] = True
     if prog in SEARCHERS or (prog == "git" and "grep" in args[:3]):
         # one search over all the words first: a match inside one word is a match in them joined,
         # and most searches (grep -rn def src) have none
         prefixes = world.token_prefixes
-        if prefixes is not None and prefixes.search("\n".join(args)) and any(prefixes.search(a) for a in args):
+        joined = "\n".join(args)
+        if prefixes is not None and prefixes.search(joined) and any(prefixes.search(a) for a in args):
             facts["token_grep"] = True
-        elif any("oauth_token" in a for a in args) and any(
+        elif "oauth_token" in joined and any(  # no newline in it: in the joined words iff in one
                 paths.join(inv.cwd, a, world.home).rstrip("/") in (world.home.rstrip("/"), world.home.rstrip("/") + "/.config")
                 for a in args if not a.startswith("-")):
             facts["token_grep"] = True  # gh keeps its token as oauth_token in ~/.config/gh/hosts.yml
@@ -523,6 +520,18 @@ def token_facts(inv: Invocation, world: World) -> dict:
                 if _CRED_GLOB_HINT.search(pat) and any(fnmatchcase(t, pat if "path" in a or "whole" in a else "*/" + pat) for t in _cred_paths(world.home)):
                     facts["cred_store"] = True
     return facts
+
+
+def _names_a_store(inv: Invocation, world: World) -> bool:
+    """Whether an operand or input redirection of ``inv`` names a credential store."""
+    operands = (*inv.argv[1:], *inv.reads)
+    # One CRED_HINTS pass over all operands first: no hint literal contains a newline, so the
+    # joined text holds a hint exactly when some operand does (most hold none).
+    if _cred_hint("\n".join(operands)):
+        for a in operands:  # a loop, not any() over a generator: a hint is common (a glob, "gh")
+            if _is_cred_store(a, inv.cwd, world):
+                return True
+    return False
 
 
 # Every credential-store path, relative or globbed, holds one of these (or a glob character).
@@ -561,7 +570,11 @@ def _is_cred_store(arg: str, cwd: str, world: World) -> bool:
         c = paths.expand_tilde(cand, home).rstrip("/")
         if _names_cred_store(c) and not ("hosts.yml" in c and ".config/gh" not in c):
             return True
-    cut = min((i for i in (full.find("*"), full.find("?"), full.find("[")) if i >= 0), default=-1)
+    cut = -1  # where the first glob character is (a loop: min() over a generator cost more)
+    for ch in "*?[":
+        i = full.find(ch)
+        if i >= 0 and (cut < 0 or i < cut):
+            cut = i
     if cut >= 0:
         head = full[:cut]
         targets = [t for t in _cred_paths(home) if t.startswith(head)]
@@ -590,6 +603,11 @@ COPY_WITH_ARG = frozenset({"--exclude", "--include", "--filter", "-f", "-e", "--
 COPIERS = frozenset({"cp", "mv", "rsync", "install", "ln", "ditto"})
 WRITERS = frozenset({"tee", "touch", "mkdir", "cp", "mv", "install", "ln", "rsync", "dd", "truncate"})
 _FILE_PROGRAMS = WRITERS | COPIERS | {"pip", "pip3", "uv"}  # those file_facts looks at beyond writes
+
+
+# The programs token_facts and file_facts test by name (beyond MENTION_ONLY): facts_for takes
+# its short way only for the others.
+_OWN_FACTS = frozenset({"<env-read>", "printenv", "find", "git", *ENV_DUMPERS, *SEARCHERS, *_FILE_PROGRAMS})
 
 
 def file_facts(inv: Invocation, world: World) -> dict:
@@ -710,6 +728,15 @@ def facts_for(inv: Invocation, world: World) -> dict:
     spec = world.programs.get(prog)
     if spec is None and "-" in prog:
         spec, prog = spec_for(prog, world.programs)
+    if (spec is None and prog not in _OWN_FACTS and not inv.var_refs and not inv.writes and not world.read_all
+            and prog not in world.named):
+        # Most invocations (ls, cat, pytest): no spec, no rule naming the program, no variable
+        # read, nothing written, none of the programs token_facts or file_facts look at by
+        # name. Of every fact below only the credential-store operands can hold: the same dict,
+        # without the two calls and their tests.
+        if prog not in MENTION_ONLY and _names_a_store(inv, world):
+            return {"program": prog, "cred_store": True}
+        return {"program": prog}
     facts: dict = {"program": prog}
     if spec is not None:
         read_as = inv

@@ -222,5 +222,10 @@ def reader_facts(r: Reading, spec: Spec | None) -> dict[str, Any]:
         facts["action"] = r.args[0] if r.args else None
     if spec is not None and spec.info:
         facts["info"] = r.info
-    facts["url_arg"] = any(is_url(p) for p in r.args)
+    url = False
+    for p in r.args:  # a loop, not any() over a generator: every git and gh invocation asks
+        if URL_RE.match(p):
+            url = True
+            break
+    facts["url_arg"] = url
     return facts

@@ -5,7 +5,6 @@ from __future__ import annotations
 
 from guard import paths
 from guard.ir import UNKNOWN, FunctionDef, Invocation
-from guard.record import dataclass, field
 
 TYPE_CHECKING = False  # typing costs ~2-7 ms to import on the command path
 if TYPE_CHECKING:
@@ -196,17 +195,25 @@ def relink(arg: str, st: State) -> str:
 WALK_BUDGET = 10_000
 
 
-@dataclass
 class Sink:
-    """Where the walk puts what it finds. Limits keep hostile input bounded."""
+    """Where the walk puts what it finds. Limits keep hostile input bounded.
 
-    invocations: list[Invocation] = field(default_factory=list)
-    unresolved: list[str] = field(default_factory=list)
-    # nodes visited at most: the shared corpus's largest command visits about 510, so ten
-    # thousand is twenty times that, and costs at most about a second on the worst input found
-    budget: int = WALK_BUDGET
-    max_depth: int = 24  # nested re-parses (bash -c, eval, alias, function calls) at most
-    reparse_budget: int = 128 * 1024  # characters of nested shell code parsed at most
+    ``budget``: nodes visited at most: the shared corpus's largest command visits about 510, so
+    ten thousand is twenty times that, and costs at most about a second on the worst input
+    found. ``max_depth``: nested re-parses (bash -c, eval, alias, function calls) at most.
+    ``reparse_budget``: characters of nested shell code parsed at most. A plain slotted class:
+    one is made per command.
+    """
+
+    __slots__ = ("invocations", "unresolved", "budget", "max_depth", "reparse_budget")
+
+    def __init__(self, invocations: list[Invocation] | None = None, unresolved: list[str] | None = None,
+                 budget: int = WALK_BUDGET, max_depth: int = 24, reparse_budget: int = 128 * 1024) -> None:
+        self.invocations = [] if invocations is None else invocations
+        self.unresolved = [] if unresolved is None else unresolved
+        self.budget = budget
+        self.max_depth = max_depth
+        self.reparse_budget = reparse_budget
 
     def note(self, text: str) -> None:
         if text not in self.unresolved and len(self.unresolved) < 50:
