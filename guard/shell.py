@@ -10,7 +10,8 @@ see ``guard.sysenv``); the engine, the relay and the audit log are imported when
 needed.
 """
 
-
+# No `from __future__ import annotations`: that import reads a file on every analysed command;
+# annotations that name typing-only types are strings instead.
 import posix
 import sys
 

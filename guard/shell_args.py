@@ -3,7 +3,8 @@
 Imported on every guard-shell command: nothing but the builtins.
 """
 
-
+# No `from __future__ import annotations`: that import reads a file on every analysed command;
+# annotations that name typing-only types are strings instead.
 # bash options that take the next argument as their value.
 _LONG_WITH_ARG = {"--rcfile", "--init-file"}
 _SHORT_WITH_ARG = {"o", "O"}

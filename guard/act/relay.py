@@ -41,7 +41,8 @@ started still holds stderr open 0.2 s later, a small forked copier keeps relayin
 it closes them, so the guard returns at once and that process never gets SIGPIPE.
 """
 
-
+# No `from __future__ import annotations`: that import reads a file on every analysed command;
+# annotations that name typing-only types are strings instead.
 import _thread
 import posix
 import select
