@@ -184,9 +184,9 @@ def read_script_file(path: str, limit: int = MAX_SCRIPT_BYTES, search: bool = Tr
         return _special_script(path, st)
     from guard.resolve import files
 
-    if files.names_descriptor(found):
+    if files.names_descriptor(found):  # a regular file on a descriptor: bash opens it afresh
         import os
-  # a regular file on a descriptor: bash opens it afresh
+
         found = os.path.realpath(found)
     text, why = files.read_text(found, limit)
     if text is not None:
