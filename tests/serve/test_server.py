@@ -110,6 +110,7 @@ def test_served_decision_is_the_in_process_decision_on_every_labelled_fixture(so
     fill = lambda s: s.replace("{projects}", PROJECTS)  # noqa: E731
     logs = {"served": tmp_path / "served.jsonl", "local": tmp_path / "local.jsonl"}
     differ = []
+    volatile: set[str] = set()
     actions = {b"run": 0, b"plain": 0, b"refuse": 0}
     for row in rows:
         base = {"HOME": "/root", "PATH": "/usr/bin:/bin", "GUARD_TREE": fill(row.get("tree", "/workspace")),
@@ -117,12 +118,23 @@ def test_served_decision_is_the_in_process_decision_on_every_labelled_fixture(so
         cwd, command = fill(row.get("cwd", "/workspace/app")), fill(row["command"])
         local = in_process(command, cwd, {**base, "GUARD_AUDIT_LOG": str(logs["local"])})
         served = ask(command, cwd, {**base, "GUARD_AUDIT_LOG": str(logs["served"])})
+        if served != local and local[0] == b"refuse" and served is not None and served[0] == b"refuse":
+            # a glob over a live folder (strings /proc/*/environ) names what exists at that moment:
+            # a process that ended in between changes the message. The same answer as an
+            # in-process decision taken just after is the same decision.
+            again = in_process(command, cwd, {**base, "GUARD_AUDIT_LOG": str(tmp_path / "again.jsonl")})
+            if again == served:
+                local = again
+                volatile.add(command)  # its two audit records differ in the message alone
         if served != local:
             differ.append(f"{row['id']}: served {served!r} local {local!r}")
         actions[local[0]] += 1
     assert not differ, "\n".join(differ[:20])
     assert actions[b"refuse"] > 400 and actions[b"run"] > 200 and actions[b"plain"] > 20, actions
-    assert _audit(logs["served"]) == _audit(logs["local"])
+    def stable(recs: list[tuple]) -> list[tuple]:
+        return [r[:4] if r[0] in volatile else r for r in recs]
+
+    assert stable(_audit(logs["served"])) == stable(_audit(logs["local"]))
     assert len(_audit(logs["local"])) == actions[b"refuse"]
 
 
