@@ -1,16 +1,21 @@
 """The analysis server's per-request cost, in CPU time: what one forked worker spends between
-taking a connection and having its answer, for the analysed commands of the shell bench.
+taking a connection and having its answer, for the analysed commands of the shell bench (a 90 KB
+shell snapshot's among them).
 
-    .venv/bin/python bench/worker_bench.py [--runs 15] [--baseline DIR] [--rules FILE]
+    .venv/bin/python bench/worker_bench.py [--runs 15] [--baseline DIR] [--rules FILE] [--instructions]
 
-For each command, each run forks a worker from a server warmed up the way ``guard.serve.server``
-does it, lets the worker touch its pages the way it does before a request arrives (the tree's own
-``_pre_touch``), then times (in CPU time of the worker, which a busy machine does not inflate) the
-steps of a request: the check that the package is unchanged, emptying the caches (``forget``),
-and ``guard_command`` on the command; and the worker's whole CPU time (fork and pre-touch
-included), which is what every request costs the machine. The median of the runs is printed. ``--rules FILE`` runs the requests with
-``GUARD_RULES=FILE`` (an operator's layering). ``--baseline DIR`` (an older checkout) is measured
-the same way in the same run, one after the other. Asserts nothing.
+For each command, one forked worker first serves it and tells the server what it had to read
+afresh (a rule layering, a sourced snapshot), which the server learns: the state of a server that
+answered the command before. Then each run forks a worker from that server, lets the worker touch
+its pages the way it does before a request arrives (the tree's own ``_pre_touch``), then times (in
+CPU time of the worker, which a busy machine does not inflate) the steps of a request: the check
+that the package is unchanged, emptying the caches (``forget``), and ``guard_command`` on the
+command; and the worker's whole CPU time (fork and pre-touch included), which is what every
+request costs the machine. The median of the runs is printed. ``--rules FILE`` runs the requests
+with ``GUARD_RULES=FILE`` (an operator's layering). ``--baseline DIR`` (an older checkout) is
+measured the same way in the same run, one after the other. ``--instructions`` counts instead
+(valgrind's callgrind) the user-space instructions of one request per command, which do not move
+with the machine's load. Asserts nothing.
 """
 
 from __future__ import annotations
@@ -27,6 +32,8 @@ import tempfile
 from pathlib import Path
 
 REPO = Path(__file__).resolve().parents[1]
+sys.path.insert(0, str(Path(__file__).resolve().parent))
+from shell_bench import _snapshot  # noqa: E402 - the snapshot the shell bench sources
 
 COMMANDS = {
     "parse-heavy": 'x=$(echo hi); for i in 1 2; do sh -c "echo $x $i" | cat >/dev/null; done; eval "true"',
@@ -35,10 +42,14 @@ COMMANDS = {
     "python -c": "python3 -c 'import os, subprocess; print(os.getcwd())'",
     "git push": "git push origin HEAD",
 }
+# Claude Code's wrapper around a command, sourcing a 90 KB shell snapshot (shell_bench's)
+SNAPSHOT = "source %s && eval 'git status --short' < /dev/null && pwd -P >| %s/cwd-file"
 
 
-def measure(repo: str, runs: int, rules: str | None) -> dict[str, list[float]]:
-    """In this process (a child of main): every figure for the guard in ``repo``."""
+def measure(repo: str, runs: int, rules: str | None, instructions: bool = False) -> dict[str, list[float]]:
+    """In this process (a child of main): every figure for the guard in ``repo``; with
+    ``instructions`` (run under callgrind), one worker per command whose request runs inside
+    ``functools.reduce`` (the one function callgrind collects in), and its pid."""
     sys.path.insert(0, repo)
     import time
 
@@ -46,22 +57,20 @@ def measure(repo: str, runs: int, rules: str | None) -> dict[str, list[float]]:
     from guard.serve import client, server
 
     server.warm_up()
-    if rules:
-        # what a server that has served this layering before holds (when it knows how to learn)
-        from guard.ruleset import load
-
-        settle = getattr(load, "settle", None)
-        if settle is not None:
-            settle((rules,), None)
-            server.forget()
     files = server.code_files(client.package_dir())
-    log = os.path.join(tempfile.mkdtemp(prefix="worker-bench-"), "audit.jsonl")  # refusals are logged
+    scratch = tempfile.mkdtemp(prefix="worker-bench-")
+    log = os.path.join(scratch, "audit.jsonl")  # refusals are logged
     env = {"HOME": os.environ.get("HOME", "/root"), "PATH": "/usr/bin:/bin", "GUARD_TREE": "/workspace",
            "GUARD_AUDIT_LOG": log}
     if rules:
         env["GUARD_RULES"] = rules
+    commands = {**COMMANDS, "snapshot 90K": SNAPSHOT % (_snapshot(Path(scratch)), scratch)}
     out: dict[str, list[float]] = {}
-    for name, command in COMMANDS.items():
+    for name, command in commands.items():
+        _learn_once(server, shell, command, env)
+        if instructions:
+            out[name] = [_counted(server, shell, files, command, env)]
+            continue
         stamp_ms, forget_ms, decide_ms, whole_ms = [], [], [], []
         for _ in range(runs):
             r, w = os.pipe()
@@ -97,6 +106,70 @@ def measure(repo: str, runs: int, rules: str | None) -> dict[str, list[float]]:
     return out
 
 
+def _counted(server, shell, files: list[str], command: str, env: dict[str, str]) -> int:  # type: ignore[no-untyped-def]
+    """A worker whose request (package check, forget, decision) runs inside functools.reduce;
+    its pid, which names its callgrind file."""
+    import functools
+
+    pid = os.fork()
+    if pid == 0:
+        try:
+            null = os.open(os.devnull, os.O_WRONLY)
+            os.dup2(null, 2)
+            quiet, _ = socket.socketpair()
+            server._pre_touch(quiet)
+
+            def request(_a: int, _b: int) -> int:
+                server.code_stamp(files)
+                server.forget()
+                shell.guard_command(command, "/workspace/app", shell.parse_args(["-c", command]), env)
+                return 0
+
+            functools.reduce(request, [0, 0])
+        finally:
+            os._exit(0)
+    os.waitpid(pid, 0)
+    return pid
+
+
+def _callgrind_totals(path: Path) -> int:
+    for line in path.read_text().splitlines():
+        if line.startswith("totals:"):
+            return int(line.split()[1])
+    return 0
+
+
+def _learn_once(server, shell, command: str, env: dict[str, str]) -> None:  # type: ignore[no-untyped-def]
+    """One request in a forked worker that tells the server what it read afresh (the rule
+    layering, a sourced snapshot), and the server learning it, with the tree's own functions: so
+    the timed workers hold what a server that served this command before holds. A tree without
+    that learning gets the request only (its disk caches written)."""
+    tell = getattr(server, "_tell_afresh", None) or getattr(server, "_tell_layerings", None)
+    learn = getattr(server, "_learn_afresh", None) or getattr(server, "_take_layerings", None)
+    has_channel = hasattr(server, "_learn") and tell is not None and learn is not None
+    if has_channel:
+        server._learn[:] = socket.socketpair(socket.AF_UNIX, socket.SOCK_DGRAM)
+        for end in server._learn:
+            end.setblocking(False)
+    pid = os.fork()
+    if pid == 0:
+        try:
+            null = os.open(os.devnull, os.O_WRONLY)
+            os.dup2(null, 2)
+            server.forget()
+            shell.guard_command(command, "/workspace/app", shell.parse_args(["-c", command]), env)
+            if has_channel:
+                tell()
+        finally:
+            os._exit(0)
+    os.waitpid(pid, 0)
+    if has_channel:
+        learn({})
+        for end in server._learn:
+            end.close()
+        server._learn[:] = []
+
+
 def _read_all(fd: int) -> bytes:
     chunks = []
     while chunk := os.read(fd, 4096):
@@ -109,11 +182,16 @@ def main() -> None:
     ap.add_argument("--runs", type=int, default=15)
     ap.add_argument("--baseline", default=None, help="another guard checkout, measured the same way in this run")
     ap.add_argument("--rules", default=None, help="GUARD_RULES for the requests (an operator's rule file)")
+    ap.add_argument("--instructions", action="store_true",
+                    help="instead: instructions of one request per command, counted by valgrind's callgrind")
     ap.add_argument("--repo", default=None, help=argparse.SUPPRESS)
     ap.add_argument("--json", action="store_true", help=argparse.SUPPRESS)
     ns = ap.parse_args()
     if ns.json:
-        print(json.dumps(measure(ns.repo, ns.runs, ns.rules)))
+        print(json.dumps(measure(ns.repo, ns.runs, ns.rules, ns.instructions)))
+        return
+    if ns.instructions:
+        _instructions(ns)
         return
 
     def child(repo: str) -> dict[str, list[float]]:
@@ -130,7 +208,8 @@ def main() -> None:
     print("request = package check + forget + decision; worker = all its CPU, fork and pre-touch included")
     print(f"{'command':<14}" + "".join(f"{label + ' ms: request = check+forget+decide; worker':>58}"
                                        for label, _ in results))
-    for name in COMMANDS:
+    names = list(results[0][1])
+    for name in names:
         cells = []
         for _, r in results:
             s, f, d, whole = r[name]
@@ -138,11 +217,39 @@ def main() -> None:
         print(f"{name:<14}" + "".join(f"{c:>58}" for c in cells))
     if len(results) == 2:
         mine, base = results[0][1], results[1][1]
-        ratios = [sum(mine[n][:3]) / sum(base[n][:3]) for n in COMMANDS]
-        wratios = [mine[n][3] / base[n][3] for n in COMMANDS]
+        ratios = [sum(mine[n][:3]) / sum(base[n][:3]) for n in names]
+        wratios = [mine[n][3] / base[n][3] for n in names]
         print(f"this tree / baseline: request {min(ratios):.2f}x to {max(ratios):.2f}x, "
               f"worker {min(wratios):.2f}x to {max(wratios):.2f}x")
     print(f"load average {os.getloadavg()[0]:.1f} after")
+
+
+def _instructions(ns: argparse.Namespace) -> None:
+    """Each tree's ``measure`` under callgrind, collecting only inside functools.reduce (the
+    request): instructions per request, user space only (the kernel's share is not counted)."""
+    import shutil
+
+    if not shutil.which("valgrind"):
+        raise SystemExit("worker_bench: --instructions needs valgrind")
+    trees = [("this tree", str(REPO))] + ([("baseline", str(Path(ns.baseline).resolve()))] if ns.baseline else [])
+    results = []
+    for label, repo in trees:
+        compileall.compile_dir(str(Path(repo) / "guard"), quiet=1)
+        out = Path(tempfile.mkdtemp(prefix="worker-bench-cg-"))
+        args = ["valgrind", "--tool=callgrind", "--collect-atstart=no", "--toggle-collect=functools_reduce",
+                f"--callgrind-out-file={out}/cg.%p", sys.executable, __file__, "--json", "--instructions",
+                "--repo", repo, "--runs", "1"] + (["--rules", ns.rules] if ns.rules else [])
+        done = subprocess.run(args, capture_output=True, text=True, check=True)
+        pids = json.loads(done.stdout.strip().splitlines()[-1])
+        results.append((label, {name: _callgrind_totals(out / f"cg.{p[0]}") for name, p in pids.items()}))
+        shutil.rmtree(out, ignore_errors=True)
+    print("instructions per request (package check + forget + decision, user space), one forked worker each"
+          + (f"; GUARD_RULES={ns.rules}" if ns.rules else ""))
+    print(f"{'command':<14}" + "".join(f"{label:>14}" for label, _ in results) + ("       ratio" if len(results) == 2 else ""))
+    for name in results[0][1]:
+        cells = [r[name] for _, r in results]
+        ratio = f"{cells[0] / cells[1]:11.2f}x" if len(cells) == 2 and cells[1] else ""
+        print(f"{name:<14}" + "".join(f"{c:>14,}" for c in cells) + ratio)
 
 
 if __name__ == "__main__":

@@ -10,8 +10,9 @@ and recorded as definitions, never walked as code. ``shopt``/``set -o`` lines se
 The file is walked with budgets of its own, so however large or costly it is, the command's own
 text after it is still analysed. What a file defines is computed once per content: kept in
 memory by digest, and for large files also on disk (``$XDG_CACHE_HOME/guard/sourced/``), so a
-100 KB snapshot costs one read of its definitions in every later process, the analysis
-server's forked workers included.
+100 KB snapshot costs one read of its definitions in every later process; the analysis server
+keeps in memory those its workers had to read (``read_afresh``, ``adopt``), so the workers it forks
+after that skip the read too.
 """
 
 from __future__ import annotations
@@ -188,10 +189,42 @@ def definitions(text: str, env: dict | None = None) -> Definitions:
         defs = extract(text)
         if path and folder:
             _store(folder, path, defs)
+    if path:
+        _fresh.append((key, path))
+    _keep(key, defs)
+    return defs
+
+
+def _keep(key: str, defs: Definitions) -> None:
     if len(_memo) >= MEMO_MAX:
         _memo.clear()
     _memo[key] = defs
-    return defs
+
+
+_fresh: list[tuple[str, str]] = []  # (digest, disk cache file) of definitions not found in memory
+
+
+def read_afresh() -> list[tuple[str, str]]:
+    """The definitions this process had to read from the disk cache (or extract and store there)
+    since the last call, as (digest, cache file): for the analysis server to learn from its
+    workers which sourced files its callers use."""
+    out = _fresh[:]
+    _fresh.clear()
+    return out
+
+
+def adopt(key: str, path: str) -> bool:
+    """Keep in memory the definitions the disk cache file ``path`` holds for digest ``key`` (the
+    analysis server, so that the workers it forks later find them there). True when kept."""
+    if key in _memo:
+        return True
+    if os.path.basename(path) != key + ".json":
+        return False
+    defs = _load(path)
+    if defs is None:
+        return False
+    _keep(key, defs)
+    return True
 
 
 # --------------------------------------------------------------------------- walking

@@ -140,9 +140,11 @@ def forget() -> None:
     starts from empty ones, as a fresh process would."""
     for clear in _CACHES:
         clear()
+    from guard.resolve import sourced
     from guard.ruleset import load
 
     load.forget(keep_unchanged=True)  # the rule files are looked at again, as a fresh process would
+    sourced.read_afresh()  # what the next request reads afresh is what it tells the server
 
 
 def serve_one(conn: socket.socket, current: Callable[[], bool] = lambda: True) -> bool:
@@ -220,38 +222,48 @@ def _worker(listener: socket.socket, lock_fd: int, parent: int, files: list[str]
     with conn:
         if not serve_one(conn, lambda: code_stamp(files) == stamp):
             return STALE_EXIT  # no reply: the caller analyses in-process
-    _tell_layerings()
+    _tell_afresh()
     return 0
 
 
-# A datagram socket pair from the workers to the server: each rule layering (GUARD_RULES,
-# GUARD_CONFIG) a request had to read, one JSON datagram each. The server loads it (LEARN_MAX at
-# most), so the workers forked after that reuse it instead of reading its files on every request.
+# A datagram socket pair from the workers to the server, one JSON datagram per thing a request
+# had to read afresh: a rule layering (GUARD_RULES, GUARD_CONFIG), ``["rules", paths, config]``,
+# or the definitions of a sourced file (a host's shell snapshot), ``["sourced", digest, cache
+# file]``. The server loads it (LEARN_MAX layerings at most; the sourced definitions are bounded
+# by their own memo), so the workers forked after that reuse it instead of reading it again.
 _learn: list[socket.socket] = []
 LEARN_MAX = 16
 RETRY_SECONDS = 5.0  # a layering whose files were too fresh to keep is tried again after this
+TRIED_MAX = 256  # sourced files that could not be adopted, not asked again for RETRY_SECONDS
+_sourced_retry: dict[tuple, float] = {}
 
 
-def _tell_layerings() -> None:
-    """In a worker, after the reply: name the layerings this request had to read afresh."""
+def _tell_afresh() -> None:
+    """In a worker, after the reply: name the layerings and sourced files this request had to
+    read afresh."""
     if not _learn:
         return
     import json
 
+    from guard.resolve import sourced
     from guard.ruleset import load
 
-    for paths, config in load.read_afresh():
+    said = [["rules", list(paths), config] for paths, config in load.read_afresh()]
+    said += [["sourced", key, path] for key, path in sourced.read_afresh()]
+    for message in said:
         try:
-            _learn[1].send(json.dumps([list(paths), config]).encode("utf-8", "surrogateescape"))
+            _learn[1].send(json.dumps(message).encode("utf-8", "surrogateescape"))
         except OSError:  # full (the server is behind) or too long: it learns from a later request
             return
 
 
-def _take_layerings(tried: dict[tuple, float]) -> None:
+def _learn_afresh(tried: dict[tuple, float]) -> None:
     """In the server: load each layering the workers named, unless it was tried lately (a file
-    written just now is not kept on its stamp, so it is tried again later)."""
+    written just now is not kept on its stamp, so it is tried again later), and keep in memory
+    the definitions of each sourced file they named."""
     import json
 
+    from guard.resolve import sourced
     from guard.ruleset import load
 
     learned = False
@@ -261,11 +273,28 @@ def _take_layerings(tried: dict[tuple, float]) -> None:
         except OSError:  # BlockingIOError: nothing more
             break
         try:
-            paths, config = json.loads(message)
-            key = (tuple(str(p) for p in paths), None if config is None else str(config))
+            kind, *rest = json.loads(message)
+            if kind == "sourced":
+                key = ("sourced", str(rest[0]), str(rest[1]))
+            else:
+                paths, config = rest
+                key = (tuple(str(p) for p in paths), None if config is None else str(config))
         except (ValueError, TypeError):
             continue
         now = time.monotonic()
+        if key[0] == "sourced":
+            if _sourced_retry.get(key, 0.0) > now:
+                continue
+            try:
+                kept = sourced.adopt(key[1], key[2])
+            except Exception:  # noqa: BLE001 - only speed is at stake
+                kept = False
+            learned = learned or kept
+            if not kept:
+                if len(_sourced_retry) >= TRIED_MAX:
+                    _sourced_retry.clear()  # only when to retry is forgotten
+                _sourced_retry[key] = now + RETRY_SECONDS
+            continue
         if tried.get(key, 0.0) > now or (key not in tried and len(tried) >= LEARN_MAX):
             continue
         try:
@@ -276,6 +305,7 @@ def _take_layerings(tried: dict[tuple, float]) -> None:
         tried[key] = float("inf") if kept else now + RETRY_SECONDS
     if learned:
         forget()
+        gc.freeze()  # what was learned is shared with the workers, not walked by their collector
 
 
 def _die_with(parent: int) -> None:
@@ -385,7 +415,7 @@ def serve(sock_path: str, lock_fd: int, files: list[str]) -> None:
                 return
             served, failed, leave = _reap(workers)
             if served and _learn:
-                _take_layerings(tried)
+                _learn_afresh(tried)
             if served:
                 last_request = time.monotonic()
                 answered += served

@@ -435,6 +435,42 @@ def test_the_server_learns_a_callers_rule_layering_and_later_workers_reuse_it(so
     assert (ask("frab x", "/tmp", env) or (b"",))[0] == b"refuse"
 
 
+def _snapshot(path: Path, body: str) -> None:
+    """A shell snapshot of the kind an agent host sources before each command, larger than the
+    size the sourced definitions are cached on disk from, whose ``deploy`` function runs ``body``."""
+    helpers = [f"_helper_{i} () \n{{ \n    echo {i}\n}}" for i in range(400)]
+    path.write_text("\n".join(["# Snapshot file", "unalias -a 2>/dev/null || true", *helpers,
+                               f"deploy () \n{{ \n    {body}\n}}", "shopt -s expand_aliases", ""]))
+
+
+def test_the_server_learns_a_sourced_snapshot_and_its_edit_is_seen_by_the_next_request(sock: str, tmp_path: Path) -> None:
+    """A worker names the snapshot definitions it read from the disk cache; the server keeps them,
+    so workers forked after that find them in memory. Shown by a disk cache entry changed after
+    the server learned it: only a worker that reads the disk would see it. The definitions are
+    keyed by the snapshot's content, so an edit that keeps its size and mtime is seen at once."""
+    (tmp_path / "tree").mkdir()
+    here = str(tmp_path)  # outside the tree: git runs there, but never pushes
+    snap = tmp_path / "snapshot-bash-1.sh"
+    _snapshot(snap, "git show origin/HEAD")
+    env = {"PATH": "/usr/bin:/bin", "HOME": str(tmp_path), "GUARD_TREE": str(tmp_path / "tree"),
+           "XDG_CACHE_HOME": str(tmp_path / "cache"), "GUARD_AUDIT_LOG": str(tmp_path / "audit.jsonl")}
+    command = f"source {snap} && deploy"
+    proc = start_server(sock, patch="server.POOL = 1")  # one waiting worker: the next is forked after learning
+    first = _server_children(proc.pid)
+    assert ask(command, here, env) == (b"run", b"") == in_process(command, here, env)
+    assert wait_for(lambda: _server_children(proc.pid) - first)  # the next worker: forked after learning
+    cached = list((tmp_path / "cache" / "guard" / "sourced").glob("*.json"))
+    assert len(cached) == 1
+    cached[0].write_text(json.dumps([["function", "deploy", "deploy () { git push origin HEAD; }"]]))
+    assert ask(command, here, env) == (b"run", b"")  # the learned definitions, not the disk's
+    old = snap.stat().st_mtime_ns
+    _snapshot(snap, "git push origin HEAD")  # the same size
+    os.utime(snap, ns=(old, old))
+    action, said = ask(command, here, env) or (b"", b"")
+    assert (action, said) == in_process(command, here, env)
+    assert action == b"refuse" and said.startswith(b"Refused: git push")
+
+
 def test_a_caller_in_another_mount_namespace_is_not_answered(sock: str) -> None:
     start_server(sock)
     code = ("import os, sys\nfrom guard.serve import client\n"
