@@ -15,7 +15,8 @@ ordinary way, so a moved or changed install still works, one start slower.
 
 ``exec_if_plain`` is guard-shell's first step: a ``-c`` command that passes the pre-check
 (``guard.precheck``) is handed to the real shell at once, with nothing imported but this module
-and the pre-check. ``os`` alone (its ``collections.abc`` import) costs more than the 1 ms this
+and the pre-check; when it is one program and literal words, guard-shell makes the exec bash
+itself would make in its place (``guard.simple_exec``) and bash is not started at all. ``os`` alone (its ``collections.abc`` import) costs more than the 1 ms this
 path is allowed, so this module uses ``posix`` directly and ``guard.shell`` is not loaded.
 """
 
@@ -58,15 +59,21 @@ def original_environ() -> dict[bytes, bytes]:
     except OSError:
         return dict(posix.environ)
     env: dict[bytes, bytes] = {}
+    given = 0
     for item in raw.split(b"\0"):
         if b"=" in item:
             k, v = item.split(b"=", 1)
             env.setdefault(k, v)
+            given += 1
+    global duplicated
+    duplicated = given != len(env)
     _original = env
     return env
 
 
 _original: "dict[bytes, bytes] | None" = None
+# The environment named some variable more than once (the first value is the one kept).
+duplicated = False
 
 
 def reset_signals() -> None:
@@ -147,6 +154,20 @@ def exec_if_plain(args: "Sequence[str]") -> None:
         return
     shell = real_shell(env)
     reset_signals()
+    try:
+        from guard.simple_exec import target
+
+        direct = target(list(args), plain_operand(args) or "", env, duplicated)
+    except Exception:  # noqa: BLE001 - anything odd: bash runs it
+        direct = None
+    if type(direct) is int:
+        posix._exit(direct)
+    if direct is not None:
+        path, words, child_env = direct
+        try:  # bash's own last step; a failure (ENOEXEC, EACCES) is bash's to report
+            posix.execve(path, words, child_env)
+        except OSError:
+            pass
     try:
         posix.execve(shell, [shell, *argv], env)
     except OSError:
