@@ -287,16 +287,47 @@ def launch(args: list[bytes], command: str | None, plain: bool = False, verdict:
     shell = sysenv.fsencode(real_shell())
     env = original_environ()
     run = None if plain else _relay_runner(env)
+    direct = _simple(args, command, env, run is not None)
+    if type(direct) is int:
+        return direct  # type: ignore[return-value]
     if run is None:
+        if direct is not None:  # the exec bash would make; a failed one is bash's to report
+            reset_signals()
+            try:
+                posix.execve(direct[0], direct[1], direct[2])  # type: ignore[index]
+            except OSError:
+                pass
         return exec_real([shell, *args], env)
     reset_signals()
+    argv, run_env, exec_path = [shell, *args], env, None
+    if direct is not None:
+        exec_path, argv, run_env = direct  # type: ignore[misc]
     return int(
         run(  # type: ignore[operator]
-            [sysenv.fsdecode(a) for a in (shell, *args)],
-            {sysenv.fsdecode(k): sysenv.fsdecode(v) for k, v in env.items()},
+            [sysenv.fsdecode(a) for a in argv],
+            {sysenv.fsdecode(k): sysenv.fsdecode(v) for k, v in run_env.items()},
             command=command,
             mirror_signal=True,
             verdict=verdict,  # what classify knew: the annotator's programs, argv and tree
+            exec_path=None if exec_path is None else sysenv.fsdecode(exec_path),
         )
     )
+
+
+def _simple(args: list[bytes], command: str | None, env: dict[bytes, bytes], spawned: bool) -> object | None:
+    """What ``guard.simple_exec`` says bash would do at once with ``-c command``: a status, the
+    (path, argv, environment) of the exec it would make, or None (bash runs it). A program to
+    be spawned rather than exec'd must be one the kernel runs itself: an exec that fails with
+    ENOEXEC cannot be handed back to bash then."""
+    if command is None or len(args) < 2 or args[0] != b"-c":
+        return None
+    try:
+        from guard import launch, simple_exec
+
+        found = simple_exec.target([sysenv.fsdecode(a) for a in args], command, env, launch.duplicated)
+        if spawned and type(found) is tuple and not simple_exec.starts_as_program(found[0]):
+            return None
+    except Exception:  # noqa: BLE001 - anything odd: bash runs it
+        return None
+    return found
 

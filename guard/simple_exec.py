@@ -73,8 +73,10 @@ def search(name: bytes, path: bytes) -> "bytes | None":
         full = folder + name if folder.endswith(b"/") else folder + b"/" + name
         try:
             st = posix.stat(full)
-        except (OSError, ValueError):
+        except (FileNotFoundError, NotADirectoryError):
             continue
+        except (OSError, ValueError):  # a loop, a permission: the searches part ways
+            return None
         if st.st_mode & 0o170000 == 0o040000:
             continue
         if posix.access(full, posix.X_OK, effective_ids=True):
@@ -139,7 +141,7 @@ def target(
     with environment ``env``: an exit status (a no-op builtin), the (path, argv, environment) it
     would exec, or None when bash should run it. ``duplicates``: the environment named a
     variable twice (bash keeps the last; leave that to bash)."""
-    if duplicates or not args or args[0] != "-c" or env.get(b"GUARD_REAL_SHELL"):
+    if duplicates or len(args) < 2 or args[0] != "-c" or args[1] != text or env.get(b"GUARD_REAL_SHELL"):
         return None
     found = words(text)
     if found is None:
@@ -158,3 +160,19 @@ def target(
     if out is None:
         return None
     return program, [w.encode() for w in found], out
+
+
+def starts_as_program(path: bytes) -> bool:
+    """Whether the kernel itself runs the file at ``path`` (a ``#!`` line or an ELF header).
+    Another file fails its exec with ENOEXEC, and bash then runs it as a script of its own."""
+    try:
+        fd = posix.open(path, posix.O_RDONLY | posix.O_CLOEXEC)
+    except OSError:
+        return False
+    try:
+        head = posix.read(fd, 4)
+    except OSError:
+        return False
+    finally:
+        posix.close(fd)
+    return head.startswith(b"#!") or head == b"\x7fELF"

@@ -235,3 +235,33 @@ def test_a_program_the_kernel_cannot_exec_is_bashs_to_run(tmp_path: Path) -> Non
     theirs = subprocess.run([BASH, "-c", "ls"], env=env, cwd=tmp_path, capture_output=True, text=True, timeout=60)
     assert ours.stdout.startswith("from-script")
     assert (ours.returncode, ours.stdout, ours.stderr) == (theirs.returncode, theirs.stdout, theirs.stderr)
+
+
+def test_an_analysed_literal_command_gets_what_bash_would_give_it(tmp_path: Path) -> None:
+    """`env -0` is not on the pre-check's list: it is analysed, then spawned under the stderr
+    relay (stderr is a pipe here) in place of bash -c; it sees bash's environment, plus the
+    relay's marker that bash would have passed on."""
+    env = _env(tmp_path)
+    shell = _guard_shell()
+    for extra in ({}, {"SHLVL": "3", "OLDPWD": "/"}, {"PWD": "/nonexistent"}, {"IFS": ":"}):
+        run = {**env, **extra}
+        ours = subprocess.run([shell, "-c", "env -0"], env=run, cwd=tmp_path, capture_output=True, timeout=60)
+        theirs = subprocess.run([BASH, "-c", "env -0"], env={**run, "GUARD_ANNOTATING": "1"}, cwd=tmp_path,
+                                capture_output=True, timeout=60)
+        assert (ours.returncode, ours.stderr) == (theirs.returncode, theirs.stderr), extra
+        assert sorted(ours.stdout.split(b"\0")) == sorted(theirs.stdout.split(b"\0")), extra
+
+
+@pytest.mark.skipif(not shutil.which("strace"), reason="needs strace")
+def test_an_analysed_literal_command_starts_no_bash_and_dies_with_the_guard(tmp_path: Path) -> None:
+    env = _env(tmp_path)
+    shell = _guard_shell()
+    status, execs = _execs([shell, "-c", "env true"], env, tmp_path)
+    assert status == 0 and BASH not in execs and shutil.which("setpriv") in execs, execs
+    # a script with no #! line would be run by setpriv's execvp with /bin/sh: bash runs it instead
+    bindir = tmp_path / "bin"
+    bindir.mkdir()
+    (bindir / "hello").write_text("echo from-script\n")
+    (bindir / "hello").chmod(0o755)
+    status, execs = _execs([shell, "-c", "hello"], {**env, "PATH": f"{bindir}:{env['PATH']}"}, tmp_path)
+    assert status == 0 and BASH in execs, execs

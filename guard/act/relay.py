@@ -115,10 +115,13 @@ def run(
     programs: "Collection[str] | None" = None,
     mirror_signal: bool = False,
     verdict: object | None = None,
+    exec_path: str | None = None,
 ) -> int:
     """Run ``argv`` under the stderr relay; see the module docstring. ``verdict`` is the
     analysis's verdict on ``command`` when the caller has it: the annotator takes the programs,
-    their argv and whether the command works in the tree from it instead of analysing again."""
+    their argv and whether the command works in the tree from it instead of analysing again.
+    ``exec_path``: the program ``argv[0]`` names, found already by the real shell's own search
+    (``guard.simple_exec``); it dies with the guard, as the real shell would."""
     env_map = dict(sysenv.environ() if env is None else env)
     sink_factory: Callable[[], Sink] | None = None
     child_env = env_map
@@ -141,7 +144,7 @@ def run(
                 verdict=verdict,
             )
 
-    status, sig = _run(argv, child_env, sink_factory, target)
+    status, sig = _run(argv, child_env, sink_factory, target, exec_path)
     if mirror_signal and sig:
         die_like(sig)
     return status
@@ -285,21 +288,26 @@ def _open_follow() -> tuple[int, int] | None:
 
 
 def _run(
-    argv: list[str], env: "Mapping[str, str]", sink_factory: "Callable[[], Sink] | None", target: str = "stream"
+    argv: list[str],
+    env: "Mapping[str, str]",
+    sink_factory: "Callable[[], Sink] | None",
+    target: str = "stream",
+    exec_path: str | None = None,
 ) -> tuple[int, int]:
     if not argv:
         _err("annotate: no program given")
         return 2, 0
-    path = _resolve(argv[0], env)
+    path = exec_path or _resolve(argv[0], env)
     if path is None:
         _err(f"{argv[0]}: command not found")
         return 127, 0
     spawn_path, spawn_argv = path, argv
     reaper = _pdeathsig_wrapper()
-    if reaper and argv[0] == path:
+    if reaper and (argv[0] == path or exec_path):
         # The program dies with the guard, as it would if the guard had exec'd it: a SIGKILL to
         # the guard must not leave the real shell running on (setpriv sets PR_SET_PDEATHSIG,
-        # which survives its exec of the program; the program's argv is unchanged).
+        # which survives its exec of the program; the program's argv is unchanged: setpriv's
+        # PATH search finds the ``exec_path`` the real shell's search found).
         spawn_path, spawn_argv = reaper, [reaper, "--pdeathsig", "KILL", "--", *argv]
     relay = sink_factory is not None and _stderr_usable()
     tty = relay and posix.isatty(2)

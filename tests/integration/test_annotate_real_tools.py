@@ -144,3 +144,26 @@ def test_git_status_in_tree_explains_missing_git(env, tmp_path: Path) -> None:
 def git_version() -> str:
     out = subprocess.run(["git", "--version"], capture_output=True, text=True).stdout.split()
     return out[-1] if out else "?"
+
+
+def test_guard_shell_annotates_a_literal_git_command_it_runs_without_bash(git_server: GitServer, env,
+                                                                          tmp_path: Path) -> None:
+    """`git ls-remote URL` is one program and literal words: guard-shell spawns git itself, as
+    bash would have exec'd it (guard.simple_exec), and still relays and annotates its stderr."""
+    shell = Path(sys.executable).with_name("guard-shell")
+    if not shell.exists():
+        pytest.skip("guard-shell is not installed beside this Python")
+    env = {k: v for k, v in env.items() if k not in ("GUARD_REAL_SHELL", "SHLVL")}
+    env["GUARD_SERVER"] = "0"
+    url = git_server.url("private.git")
+    argv = [str(shell), "-c", f"git ls-remote {url}"]
+    log = tmp_path / "strace.log"
+    if shutil.which("strace"):
+        argv = ["strace", "-f", "-qq", "-e", "trace=execve", "-e", "signal=none", "-o", str(log), *argv]
+    r = subprocess.run(argv, env=env, cwd=tmp_path, capture_output=True, timeout=90)
+    assert r.returncode == 128, r.stderr
+    assert_one(r, b"no git credential, by design", b'git_clone(url="' + url.encode() + b'")')
+    if log.exists() and log.read_text():
+        execs = [ln.split('execve("', 1)[1].split('"', 1)[0] for ln in log.read_text().splitlines()
+                 if 'execve("' in ln and ln.rstrip().endswith("= 0")]
+        assert "/bin/bash" not in execs and any(e.endswith("/git") for e in execs), execs
