@@ -72,16 +72,30 @@ def main() -> None:
     rows.append(("interpreter start (the floor)", floor))
     site = _site(interp[0])
 
-    def importing(modules: str) -> float:
-        return spawned([*interp, "-c", f"import sys; sys.path.insert(0, {site!r}); import {modules}"])
+    def importing(modules: str | None) -> list[str]:
+        code = "pass" if modules is None else f"import sys; sys.path.insert(0, {site!r}); import {modules}"
+        return [*interp, "-c", code]
+
+    def added(more: list[str], than: list[str]) -> float:
+        """The median of ``more``'s time less ``than``'s, the two run one right after the other
+        (two medians taken apart drift apart by more than a small module costs)."""
+        diffs = []
+        for _ in range(runs):
+            t0 = time.perf_counter()
+            subprocess.run(than, env=env, cwd=root, stdout=subprocess.DEVNULL, stderr=subprocess.DEVNULL)
+            t1 = time.perf_counter()
+            subprocess.run(more, env=env, cwd=root, stdout=subprocess.DEVNULL, stderr=subprocess.DEVNULL)
+            diffs.append(time.perf_counter() - t1 - (t1 - t0))
+        return statistics.median(diffs) * 1000
 
     # guard-shell's order: the launcher sends the request first (posix, _socket, the client),
     # then imports guard.shell and the relay while the worker analyses
-    launcher = importing("guard.launch") - floor
+    first, second = "guard.launch, guard.serve.client, _socket", "guard.shell, guard.act.relay"
+    launcher = added(importing("guard.launch"), importing(None))
     rows.append(("import the launcher (the plain path's cost)", launcher))
-    early = importing("guard.launch, guard.serve.client, _socket")
-    rows.append(("import the client and _socket", early - floor - launcher))
-    late = importing("guard.launch, guard.serve.client, _socket, guard.shell, guard.act.relay") - early
+    client_cost = added(importing(first), importing("guard.launch"))
+    rows.append(("import the client and _socket", client_cost))
+    late = added(importing(f"{first}, {second}"), importing(first))
     import _socket
 
     argv = [os.fsencode(x) for x in (a.shell, "-c", COMMAND)]
@@ -117,7 +131,7 @@ def main() -> None:
     rows.append(("bash -c true spawned by Python, waited for", plain))
     rows.append(("the same under the relay (setpriv, pipes, threads)", under))
     rows.append(("  of which the relay's own start", under - plain))
-    sent = launcher + (early - floor - launcher) + sum(statistics.median(steps[k]) for k in
+    sent = launcher + client_cost + sum(statistics.median(steps[k]) for k in
                                                        ("connect", "peer check", "worker takes it (READY)"))
     rows.append(("the steps' critical path: send, the longer of analysis and imports, relay start",
                  sent + max(analysis, late) + under - plain))

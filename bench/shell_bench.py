@@ -7,9 +7,9 @@ written in Python pays. Plain commands (``true``, ``ls``, ``cat f``, ``pytest -q
 PATH: they pass the pre-check) are measured *over the floor*: guard-shell's time less the floor and less what
 the command itself costs under bash beyond ``bash -c true`` (target: at most 1 ms). Commands
 that need the analysis (the parse-heavy one of the issue, five git commands on a scratch
-repository, ``python -c``, git writing to stderr, and a command in the form Claude Code sends,
-sourcing a 90 KB shell snapshot) are measured *over bash plus the floor* (target: at most
-4 ms), with the analysis server (the default) and without it (GUARD_SERVER=0). Runs alternate
+repository, ``python -c``, git writing to stderr, a command in the form Claude Code sends,
+sourcing a 90 KB shell snapshot, and one git command of literal words, which runs without bash)
+are measured *over bash plus the floor* (target: at most 4 ms), with the analysis server (the default) and without it (GUARD_SERVER=0). Runs alternate
 floor, bash and guard-shell so drift hits all alike; medians. Also prints the peak RSS of ``guard-shell -c true`` (the guard and the
 real shell it runs, from wait4) next to bash's, and the modules the hot path imports. Asserts
 nothing. ``--shell`` benchmarks another guard-shell (by default the one next to this Python);
@@ -128,6 +128,7 @@ def main() -> None:
         "&& git branch --list",
         "python -c": f"{sys.executable} -c 'import json; print(json.dumps(sum(range(10000))))'",
         "git, stderr": "git status --short >&2 && git log --oneline -3 >&2 && git rev-parse HEAD",
+        "one git": "git status --short",
         "snapshot 90K": f"source {snap} && eval 'git status --short' < /dev/null && pwd -P >| {root}/cwd-file",
     }
     floor_argv = [_interpreter(a.shell), "-I", "-S", "-c", "pass"]
