@@ -65,25 +65,30 @@ def measure(repo: str, runs: int, rules: str | None, instructions: bool = False)
     if rules:
         env["GUARD_RULES"] = rules
     commands = {**COMMANDS, "snapshot 90K": SNAPSHOT % (_snapshot(Path(scratch)), scratch)}
+    stamp = server.code_stamp(files)
+    watch = Watched(server, files, stamp)
     out: dict[str, list[float]] = {}
     for name, command in commands.items():
         _learn_once(server, shell, command, env)
+        watch.renew()  # as the server does after learning a layering
         if instructions:
-            out[name] = [_counted(server, shell, files, command, env)]
+            out[name] = [_counted(server, shell, watch, command, env)]
             continue
         stamp_ms, forget_ms, decide_ms, whole_ms = [], [], [], []
         for _ in range(runs):
             r, w = os.pipe()
+            mine = watch.before_fork()
             pid = os.fork()
             if pid == 0:
                 try:
                     os.close(r)
                     null = os.open(os.devnull, os.O_WRONLY)
                     os.dup2(null, 2)
+                    check = watch.check(mine)  # the package check this tree's workers run
                     quiet, _ = socket.socketpair()  # no caller waits: the whole pre-touch runs
                     server._pre_touch(quiet)  # the tree's own, as its workers run it
                     t0 = time.process_time()
-                    server.code_stamp(files)
+                    check()
                     t1 = time.process_time()
                     server.forget()
                     t2 = time.process_time()
@@ -93,6 +98,7 @@ def measure(repo: str, runs: int, rules: str | None, instructions: bool = False)
                 finally:
                     os._exit(0)
             os.close(w)
+            watch.after_fork(mine)
             data = _read_all(r)
             os.close(r)
             _, _, usage = os.wait4(pid, 0)
@@ -106,21 +112,51 @@ def measure(repo: str, runs: int, rules: str | None, instructions: bool = False)
     return out
 
 
-def _counted(server, shell, files: list[str], command: str, env: dict[str, str]) -> int:  # type: ignore[no-untyped-def]
+class Watched:
+    """The server's watch over the package and rule files, where the tree has one
+    (``server._rewatch``): what it vouches for is handed to each forked worker as the server does."""
+
+    def __init__(self, server, files: list[str], stamp: tuple) -> None:  # type: ignore[no-untyped-def]
+        self.server, self.files, self.stamp = server, files, stamp
+        self.rewatch = getattr(server, "_rewatch", None)
+        self.vouched = self.rewatch(files, stamp) if self.rewatch else None
+
+    def renew(self) -> None:
+        if self.vouched is not None and self.rewatch is not None:
+            self.vouched.watch.close()
+            self.vouched = self.rewatch(self.files, self.stamp)
+
+    def before_fork(self):  # type: ignore[no-untyped-def]
+        return self.vouched.watch.for_worker() if self.vouched is not None else None
+
+    def after_fork(self, mine) -> None:  # type: ignore[no-untyped-def]
+        if mine is not None:
+            os.close(mine[1])
+
+    def check(self, mine):  # type: ignore[no-untyped-def]
+        """In the child: the package check its worker would run."""
+        if mine is None:
+            return lambda: self.server.code_stamp(self.files) == self.stamp
+        return self.server._package_check(self.files, self.stamp, self.vouched.for_worker(mine[0]))
+
+
+def _counted(server, shell, watch: Watched, command: str, env: dict[str, str]) -> int:  # type: ignore[no-untyped-def]
     """A worker whose request (package check, forget, decision) runs inside functools.reduce;
     its pid, which names its callgrind file."""
     import functools
 
+    mine = watch.before_fork()
     pid = os.fork()
     if pid == 0:
         try:
             null = os.open(os.devnull, os.O_WRONLY)
             os.dup2(null, 2)
+            check = watch.check(mine)
             quiet, _ = socket.socketpair()
             server._pre_touch(quiet)
 
             def request(_a: int, _b: int) -> int:
-                server.code_stamp(files)
+                check()
                 server.forget()
                 shell.guard_command(command, "/workspace/app", shell.parse_args(["-c", command]), env)
                 return 0
@@ -128,6 +164,7 @@ def _counted(server, shell, files: list[str], command: str, env: dict[str, str])
             functools.reduce(request, [0, 0])
         finally:
             os._exit(0)
+    watch.after_fork(mine)
     os.waitpid(pid, 0)
     return pid
 

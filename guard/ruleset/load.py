@@ -26,6 +26,7 @@ from guard.ruleset.paths import command_rule_files, shipped_dir
 
 TYPE_CHECKING = False
 if TYPE_CHECKING:  # typing and pathlib cost ~2-7 ms to import on the command path
+    from collections.abc import Callable, Iterable
     from pathlib import Path
 
     from guard.context import Context
@@ -103,15 +104,20 @@ def load_for(ctx: Context) -> RuleSet:
     if rs is None:
         from guard.ruleset import derived
 
-        settled = _settled_before()
-        at = derived.stamp(ctx.rule_paths, ctx.config_path)
-        rs = _unchanged(key, at)
-        if rs is not None:
+        seen = _stamped.get(key) if key in _watched else None
+        if seen is not None and _quiet is not None and _quiet():
+            at, rs = seen[0], seen[2]  # no file of this layering changed since it was stamped
             _reused.add(key)
         else:
-            rs = load(ctx.rule_paths, ctx.config_path)
-            if not rs.errors and not rs.fallback:  # a broken set is said anew by each load
-                _stamped[key] = (at, settled, rs)
+            settled = _settled_before()
+            at = derived.stamp(ctx.rule_paths, ctx.config_path)
+            rs = _unchanged(key, at)
+            if rs is not None:
+                _reused.add(key)
+            else:
+                rs = load(ctx.rule_paths, ctx.config_path)
+                if not rs.errors and not rs.fallback:  # a broken set is said anew by each load
+                    _stamped[key] = (at, settled, rs)
         derived.remember_plan(ctx.rule_paths, ctx.config_path, at, derived.derived(rs).precheck)
         _loaded[key] = rs
     if rs.errors and not _warned:
@@ -147,6 +153,28 @@ def _unchanged(key: tuple, at: tuple | None) -> RuleSet | None:
     return seen[2]
 
 
+# Layerings whose stamp a watch set up before it was taken still vouches for, while ``_quiet()``
+# (no event since) holds: the analysis server's workers, which skip the stamp then (``trust``).
+_watched: frozenset[tuple] = frozenset()
+_quiet: Callable[[], bool] | None = None
+
+
+def stamped_paths() -> dict[tuple, list[str]]:
+    """Each layering ``load_for`` keeps on its stamp, with the files and folders the stamp covers:
+    what a watch must cover to vouch for it."""
+    return {key: [entry[0] for entry in seen[0]] for key, seen in _stamped.items() if seen[0] is not None}
+
+
+def trust(keys: Iterable[tuple], quiet: Callable[[], bool] | None) -> None:
+    """Let ``load_for`` take the stamped set of each layering in ``keys`` without looking at its
+    files while ``quiet()`` is true: for the analysis server's workers, whose server set up a
+    watch on those files (``guard.serve.watch``) before it stamped them, so that any change since
+    makes ``quiet()`` false. ``trust((), None)`` ends it."""
+    global _watched, _quiet
+    _watched = frozenset(keys)
+    _quiet = quiet
+
+
 def read_afresh() -> list[tuple[tuple[str, ...], str | None]]:
     """The layerings (``GUARD_RULES`` paths, ``GUARD_CONFIG``) whose files were read since the
     last ``forget``, rather than reused on their stamp: for the analysis server to learn from its
@@ -154,14 +182,21 @@ def read_afresh() -> list[tuple[tuple[str, ...], str | None]]:
     return [key for key in _loaded if key not in _reused]
 
 
-def settle(rule_paths: tuple[str, ...], config_path: str | None) -> bool:
+def settle(rule_paths: tuple[str, ...], config_path: str | None, afresh: bool = False) -> bool:
     """Load this layering so that, while its files stay unchanged, a ``forget(keep_unchanged=True)``
-    keeps it (the server does this once per layering its callers use). True when it is kept."""
+    keeps it (the server does this once per layering its callers use); ``afresh``: from the files'
+    content, even when their stamp is the one kept. True when the set kept on its stamp is the one
+    in effect (not when the files are broken: an older good set is then kept only for
+    ``_unchanged`` to compare with, and is not in effect)."""
     from guard.context import Context
 
     key = (rule_paths, config_path)
-    load_for(Context(cwd="/", rule_paths=rule_paths, config_path=config_path))
-    return key in _stamped
+    if afresh:
+        _stamped.pop(key, None)
+        _loaded.pop(key, None)
+    rs = load_for(Context(cwd="/", rule_paths=rule_paths, config_path=config_path))
+    seen = _stamped.get(key)
+    return seen is not None and seen[2] is rs
 
 
 def forget(keep_unchanged: bool = False) -> None:
@@ -173,6 +208,7 @@ def forget(keep_unchanged: bool = False) -> None:
     global _warned
     if not keep_unchanged:
         _stamped.clear()
+        trust((), None)
     _reused.clear()
     _said.clear()
     _loaded.clear()

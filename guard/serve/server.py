@@ -13,6 +13,13 @@ connection and exits, and the server forks its replacement, so nothing one reque
 guard-shell would in-process (refusals reach the audit log from there) and replies with the
 action and the bytes the analysis wrote on stderr.
 
+Before each request a worker would look at every file it relies on (each file of the guard
+package, each rule file of the caller's layering): a stat each, near half a request's
+instructions. The server instead watches them (``guard.serve.watch``: inotify, set up before it
+checks them), and a worker forked from a quiet watch polls it once instead; after any event the
+workers look at the files as before, and the server sets up a new watch and reads the files
+afresh.
+
 The server leaves, removing its socket, ``IDLE_SECONDS`` after the last request, on SIGTERM,
 or when a file of the guard package changed since it started (an upgrade or an edit): the
 worker that notices sends no reply, so that command is analysed in-process, and the next
@@ -31,6 +38,10 @@ import time
 from collections.abc import Callable
 
 from guard.serve import client, wire
+
+TYPE_CHECKING = False
+if TYPE_CHECKING:
+    from guard.serve.watch import Poll, Watch
 
 IDLE_SECONDS = 600.0
 BACKLOG = 128
@@ -203,11 +214,12 @@ PR_SET_PDEATHSIG = 1
 
 
 def _worker(listener: socket.socket, lock_fd: int, parent: int, files: list[str],
-            stamp: tuple[tuple[int, int], ...]) -> int:
+            stamp: tuple[tuple[int, int], ...], vouched: Vouched | None = None) -> int:
     """A forked worker: touch the heap once (so the request does not pay for copy-on-write
     faults), wait for one connection, answer it, and report how it ended."""
     os.close(lock_fd)  # the lock is the server's alone: it ends when the server does
     _die_with(parent)
+    current = _package_check(files, stamp, vouched)
     signal.pthread_sigmask(signal.SIG_UNBLOCK, _SIGNALS)  # a SIGTERM already sent lands here
     _pre_touch(listener)
     while True:  # the server, not the worker, decides when the wait has been too long
@@ -220,7 +232,7 @@ def _worker(listener: socket.socket, lock_fd: int, parent: int, files: list[str]
     # perhaps after this worker had logged the refusal. The SIGTERM waits until the exit.
     signal.pthread_sigmask(signal.SIG_BLOCK, {signal.SIGTERM})
     with conn:
-        if not serve_one(conn, lambda: code_stamp(files) == stamp):
+        if not serve_one(conn, current):
             return STALE_EXIT  # no reply: the caller analyses in-process
     _tell_afresh()
     return 0
@@ -257,16 +269,17 @@ def _tell_afresh() -> None:
             return
 
 
-def _learn_afresh(tried: dict[tuple, float]) -> None:
+def _learn_afresh(tried: dict[tuple, float]) -> bool:
     """In the server: load each layering the workers named, unless it was tried lately (a file
     written just now is not kept on its stamp, so it is tried again later), and keep in memory
-    the definitions of each sourced file they named."""
+    the definitions of each sourced file they named. True when a layering was kept: a new watch
+    can vouch for it."""
     import json
 
     from guard.resolve import sourced
     from guard.ruleset import load
 
-    learned = False
+    learned = settled = False
     while True:
         try:
             message = _learn[0].recv(1 << 16)
@@ -302,10 +315,12 @@ def _learn_afresh(tried: dict[tuple, float]) -> None:
             learned = True
         except Exception:  # noqa: BLE001 - only speed is at stake
             kept = False
+        settled = settled or kept
         tried[key] = float("inf") if kept else now + RETRY_SECONDS
     if learned:
         forget()
         gc.freeze()  # what was learned is shared with the workers, not walked by their collector
+    return settled
 
 
 def _die_with(parent: int) -> None:
@@ -350,18 +365,103 @@ def _pre_touch(listener: socket.socket) -> None:
 
 
 def _spawn_worker(listener: socket.socket, lock_fd: int, files: list[str],
-                  stamp: tuple[tuple[int, int], ...]) -> int:
+                  stamp: tuple[tuple[int, int], ...], vouched: Vouched | None = None) -> int:
     parent = os.getpid()
-    pid = os.fork()
+    try:
+        mine = vouched.watch.for_worker() if vouched is not None else None
+    except OSError:  # no descriptor left: this worker looks at the files itself
+        mine = None
+    try:
+        pid = os.fork()
+    finally:
+        if mine is not None and os.getpid() == parent:
+            os.close(mine[1])  # the worker's own mounts descriptor: the worker keeps its copy
     if pid == 0:
         code = 1
         try:
-            code = _worker(listener, lock_fd, parent, files, stamp)
+            code = _worker(listener, lock_fd, parent, files, stamp,
+                           vouched.for_worker(mine[0]) if vouched is not None and mine is not None else None)
         except BaseException:  # noqa: BLE001 - no reply: the caller analyses in-process
             pass
         finally:
             os._exit(code)
     return pid
+
+
+# --------------------------------------------------------------------------- the watch
+
+
+class Vouched:
+    """What a watch set up before the last check vouches for while it stays quiet: the guard
+    package (``package``) and the rule layerings ``layerings`` kept on their stamps. In a worker,
+    ``quiet`` is its own poll (``guard.serve.watch``)."""
+
+    __slots__ = ("watch", "package", "layerings", "quiet")
+
+    def __init__(self, watch: Watch, package: bool, layerings: frozenset[tuple]) -> None:
+        self.watch, self.package, self.layerings = watch, package, layerings
+        self.quiet: Callable[[], bool] = watch.quiet
+
+    def for_worker(self, poll: Poll) -> Vouched:
+        mine = Vouched(self.watch, self.package, self.layerings)
+        mine.quiet = poll.quiet
+        return mine
+
+
+REWATCH_SECONDS = 1.0  # a watch that keeps firing (a busy folder) is renewed at most this often
+
+
+def _rewatch(files: list[str], stamp: tuple[tuple[int, int], ...]) -> Vouched | None:
+    """A new watch over the package's files and the files of every rule layering kept on its
+    stamp, set up before they are all checked again (the package against ``stamp``, each
+    layering read afresh): what it vouches for, or None where inotify is not available."""
+    from guard.serve import watch as watching
+
+    w = watching.start()
+    if w is None:
+        return None
+    try:
+        return _vouch(w, files, stamp)
+    except Exception:  # noqa: BLE001 - the workers look at the files themselves, as without a watch
+        w.close()
+        return None
+
+
+def _vouch(w: Watch, files: list[str], stamp: tuple[tuple[int, int], ...]) -> Vouched:
+    from guard.ruleset import load
+
+    package = w.cover(files) and code_stamp(files) == stamp
+    wanted = load.stamped_paths()
+    covered = [key for key, paths in wanted.items() if w.cover(paths)]
+    load.forget(keep_unchanged=True)
+    kept = []
+    for key in covered:
+        try:
+            if load.settle(*key, afresh=True):  # read, not taken on its stamp: an edit may keep it
+                kept.append(key)
+        except Exception:  # noqa: BLE001 - not vouched for: its workers stamp it themselves
+            pass
+    now = load.stamped_paths()
+    layerings = frozenset(k for k in kept if k in now and set(now[k]) <= set(wanted[k]))
+    forget()
+    gc.freeze()  # a set loaded afresh is shared with the workers, not walked by their collector
+    return Vouched(w, package, layerings)
+
+
+def _package_check(files: list[str], stamp: tuple[tuple[int, int], ...],
+                   vouched: Vouched | None) -> Callable[[], bool]:
+    """In a worker: the check that the guard package is the one imported (a stat of each file,
+    unless the watch vouches for them and is quiet), and the rule layerings the watch vouches
+    for handed to the loader."""
+    if vouched is None:
+        return lambda: code_stamp(files) == stamp
+    from guard.ruleset import load
+
+    quiet = vouched.quiet
+    load.trust(vouched.layerings, quiet)
+    if not vouched.package:
+        return lambda: code_stamp(files) == stamp
+    return lambda: quiet() or code_stamp(files) == stamp
 
 
 def serve(sock_path: str, lock_fd: int, files: list[str]) -> None:
@@ -374,6 +474,8 @@ def serve(sock_path: str, lock_fd: int, files: list[str]) -> None:
     stops."""
     stamp = code_stamp(files)
     signal.pthread_sigmask(signal.SIG_BLOCK, _SIGNALS)
+    vouched = _rewatch(files, stamp)
+    rewatched = time.monotonic()
     try:
         os.unlink(sock_path)
     except FileNotFoundError:
@@ -400,9 +502,13 @@ def serve(sock_path: str, lock_fd: int, files: list[str]) -> None:
     tried: dict[tuple, float] = {}
     try:
         while True:
+            if vouched is not None and not vouched.quiet() and time.monotonic() - rewatched >= REWATCH_SECONDS:
+                vouched.watch.close()  # the workers forked before keep their copy, and its events
+                vouched = _rewatch(files, stamp)
+                rewatched = time.monotonic()
             while len(workers) < POOL:
                 try:
-                    workers.add(_spawn_worker(listener, lock_fd, files, stamp))
+                    workers.add(_spawn_worker(listener, lock_fd, files, stamp, vouched))
                 except OSError:
                     break
             if not workers:
@@ -414,8 +520,10 @@ def serve(sock_path: str, lock_fd: int, files: list[str]) -> None:
             if info.si_signo == signal.SIGTERM:
                 return
             served, failed, leave = _reap(workers)
-            if served and _learn:
-                _learn_afresh(tried)
+            if served and _learn and _learn_afresh(tried) and vouched is not None:
+                vouched.watch.close()
+                vouched = _rewatch(files, stamp)  # and it vouches for the layering just learned
+                rewatched = time.monotonic()
             if served:
                 last_request = time.monotonic()
                 answered += served
@@ -430,6 +538,8 @@ def serve(sock_path: str, lock_fd: int, files: list[str]) -> None:
         except OSError:
             pass
         listener.close()
+        if vouched is not None:
+            vouched.watch.close()
         if stats >= 0:
             os.close(stats)
         for end in _learn:

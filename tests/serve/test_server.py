@@ -471,6 +471,63 @@ def test_the_server_learns_a_sourced_snapshot_and_its_edit_is_seen_by_the_next_r
     assert action == b"refuse" and said.startswith(b"Refused: git push")
 
 
+def _recording(log: Path) -> str:
+    """A server patch: one waiting worker, and each worker writes on ``log`` the rule layerings
+    the server's watch vouches for to it (or None)."""
+    return (f"server.POOL = 1\nserver.REWATCH_SECONDS = 0.0\n_check = server._package_check\n"
+            f"def _logged(files, stamp, vouched):\n"
+            f"    with open({str(log)!r}, 'a') as fh:\n"
+            f"        fh.write(repr(None if vouched is None else sorted(vouched.layerings)) + '\\n')\n"
+            f"    return _check(files, stamp, vouched)\n"
+            f"server._package_check = _logged\n")
+
+
+def test_a_rule_file_the_watch_vouches_for_edited_between_two_requests_is_seen_by_the_next(sock: str, tmp_path: Path) -> None:
+    """After a worker names its layering, the server watches its files and vouches for it: the
+    workers forked after that do not look at the files. An edit is still seen by the next request,
+    whether or not it changes the file's stamp (the watch fires; the server reads the files
+    afresh)."""
+    mine, rule, old, env = _settled_rule_file(tmp_path)
+    log = tmp_path / "vouched.log"
+    start_server(sock, patch=_recording(log))
+    assert (ask("frob x", "/tmp", env) or (b"",))[0] == b"refuse"
+    assert wait_for(lambda: log.exists() and len(log.read_text().splitlines()) == 2)
+    assert str(mine) in log.read_text().splitlines()[1]  # the worker forked after learning
+    assert (ask("frob x", "/tmp", env) or (b"",))[0] == b"refuse"
+    mine.write_text(rule % "frab")  # a new stamp
+    assert ask("frob x", "/tmp", env) == (b"run", b"") == in_process("frob x", "/tmp", env)
+    assert ask("frab x", "/tmp", env) == in_process("frab x", "/tmp", env)
+    assert (ask("frab x", "/tmp", env) or (b"",))[0] == b"refuse"
+    mine.write_text(rule % "frub")  # the same size, its mtime put back: only a read sees it
+    os.utime(mine, ns=(old, old))
+    ask("frub x", "/tmp", env)  # the worker forked before the edit stamps the files: it may not
+    assert ask("frub x", "/tmp", env) == in_process("frub x", "/tmp", env)  # but the server read them
+    assert (ask("frub x", "/tmp", env) or (b"",))[0] == b"refuse"
+
+
+def test_a_mount_over_the_rule_folder_between_requests_is_seen_by_the_next(sock: str, tmp_path: Path) -> None:
+    """A mount changes what a rule path names without any event on the watched files (they are
+    still there, under it): the workers' mount poll sees it."""
+    if os.geteuid() != 0 or not shutil.which("mount"):
+        pytest.skip("mounting needs root")
+    folder = tmp_path / "rules"
+    folder.mkdir()
+    mine, rule, old, env = _settled_rule_file(folder)
+    log = tmp_path / "vouched.log"
+    start_server(sock, patch=_recording(log))
+    assert (ask("frob x", "/tmp", env) or (b"",))[0] == b"refuse"
+    assert wait_for(lambda: log.exists() and len(log.read_text().splitlines()) == 2)
+    assert str(mine) in log.read_text().splitlines()[1]
+    if subprocess.run(["mount", "-t", "tmpfs", "none", str(folder)], capture_output=True).returncode:
+        pytest.skip("mount not permitted here")
+    try:
+        mine.write_text(rule % "frab")  # on the mounted filesystem
+        assert ask("frob x", "/tmp", env) == (b"run", b"") == in_process("frob x", "/tmp", env)
+        assert (ask("frab x", "/tmp", env) or (b"",))[0] == b"refuse"
+    finally:
+        subprocess.run(["umount", str(folder)], check=True)
+
+
 def test_a_caller_in_another_mount_namespace_is_not_answered(sock: str) -> None:
     start_server(sock)
     code = ("import os, sys\nfrom guard.serve import client\n"

@@ -1,0 +1,84 @@
+"""The loader's side of the analysis server's watch: a layering the server vouches for
+(``load.trust``) is taken on its stamp without looking at its files only while the watch is
+quiet, and ``settle`` tells a set in effect from an older good one kept for comparison."""
+
+from __future__ import annotations
+
+import os
+from collections.abc import Iterator
+from pathlib import Path
+
+import pytest
+
+from guard.context import Context
+from guard.ruleset import load
+
+RULE = ("rules:\n  - id: no-%s\n    category: publish\n"
+        "    message: \"Refused: {what}. It publishes; use the tools.\"\n"
+        "    match: {program: %s}\n")
+
+
+@pytest.fixture(autouse=True)
+def fresh(monkeypatch: pytest.MonkeyPatch, tmp_path: Path) -> Iterator[None]:
+    monkeypatch.setenv("XDG_CACHE_HOME", str(tmp_path / "cache"))
+    load.forget()
+    yield
+    load.forget()
+
+
+def _ids(f: Path) -> set[str]:
+    rs = load.load_for(Context(cwd="/", rule_paths=(str(f),), config_path=None))
+    return {r["id"] for r in rs.rules}
+
+
+def _settled(tmp_path: Path, name: str) -> Path:
+    f = tmp_path / "mine.yaml"
+    f.write_text(RULE % (name, name))
+    old = f.stat().st_mtime_ns - 3600 * 10**9
+    os.utime(f, ns=(old, old))
+    return f
+
+
+def test_a_trusted_layering_is_taken_on_its_stamp_only_while_the_watch_is_quiet(tmp_path: Path) -> None:
+    f = _settled(tmp_path, "frob")
+    key = ((str(f),), None)
+    assert load.settle(*key)
+    quiet = [True]
+    load.trust({key}, lambda: quiet[0])
+    f.write_text(RULE % ("frobnicate", "frobnicate"))  # a new stamp: only a look at the file sees it
+    load.forget(keep_unchanged=True)
+    assert "no-frob" in _ids(f)  # the watch says nothing changed: the files are not looked at
+    quiet[0] = False
+    load.forget(keep_unchanged=True)
+    assert "no-frobnicate" in _ids(f) and "no-frob" not in _ids(f)
+
+
+def test_trust_ends_with_a_full_forget_and_covers_only_the_layerings_named(tmp_path: Path) -> None:
+    f = _settled(tmp_path, "frob")
+    key = ((str(f),), None)
+    assert load.settle(*key)
+    load.trust({((), None)}, lambda: True)  # another layering
+    f.write_text(RULE % ("frobnicate", "frobnicate"))
+    load.forget(keep_unchanged=True)
+    assert "no-frobnicate" in _ids(f)
+    load.trust({key}, lambda: True)
+    load.forget()
+    f.write_text(RULE % ("frabjous", "frabjous"))
+    assert "no-frabjous" in _ids(f)
+
+
+def test_settle_is_false_for_broken_files_and_afresh_reads_an_edit_that_kept_the_stamp(tmp_path: Path) -> None:
+    f = _settled(tmp_path, "frob")
+    key = ((str(f),), None)
+    assert load.settle(*key)
+    old = f.stat().st_mtime_ns
+    f.write_text(RULE % ("frab", "frab"))  # the same size, the mtime put back: the stamp holds
+    os.utime(f, ns=(old, old))
+    load.forget(keep_unchanged=True)
+    assert "no-frob" in _ids(f)  # on its stamp
+    load.forget(keep_unchanged=True)
+    assert load.settle(*key, afresh=True)
+    assert "no-frab" in _ids(f)
+    f.write_text("rules: [ {id: x, match: {program: 3}\n")
+    load.forget(keep_unchanged=True)
+    assert not load.settle(*key)
