@@ -5,20 +5,11 @@ Only ``guard audit`` imports this module (DuckDB is the optional extra ``guard[a
 
 Reading keeps the Python reader's meaning line for line (``guard.audit.read``): each file is split
 on ``\\n`` only, with its line numbers. ``.gz`` files are decompressed into a work directory
-first and standard input is spooled there. Two readers share the work:
-
-- The fast one: DuckDB's ``read_json`` with our fields as typed columns reads every file, one row a
-  line, numbered in the order read. Beside it, Python counts each file's lines and marks the lines
-  where DuckDB's JSON reading and Python's part ways (a trailing comma, ``nan``/``inf`` spellings
-  Python refuses, a key written twice, an escape in a key, a NUL or surrogate escape). A row is
-  kept when its line is not marked, it is one of our records (``id``, ``ts`` and ``verdict`` or
-  ``kind`` present) and no field of ours holds what could be a number, a boolean, an object or an
-  array read as text; every other line (collector envelopes, prefixes, batches, malformed and
-  torn lines, bytes that are not UTF-8) goes to ``read.records_in_line``.
-- The exact one, for a file whose line count is not the number of rows DuckDB gave (blank lines,
-  which DuckDB skips) or whose sampled rows are not on their line, and for ``--csv`` and
-  ``--records`` (which print each record as the log holds it): each line in SQL with per-line
-  JSON functions, the odd ones in Python.
+first and standard input is spooled there. Every line is read in SQL with per-line JSON functions:
+a line that is one of our records as Python reads it (one JSON object, none of the forms where
+DuckDB's JSON reading and Python's part ways, our fields strings or null) becomes a row as it is,
+and every other line (collector envelopes, prefixes, batches, malformed and torn lines, bytes that
+are not UTF-8) is kept whole for ``read.records_in_line``.
 
 The records are then merged (first copy of each id, in the order the files were named) and the
 report's queries (``guard.audit.queries``) run over them; DuckDB spills to the work directory when
@@ -59,21 +50,39 @@ _STRING_FIELDS = _FIELDS[2:]
 # of Supplementary Private Use Area-B and is turned back on the way out.
 _SURROGATE = re.compile("[\ud800-\udfff]")
 _MASKED = re.compile("[\U00100000-\U001007ff]")
-# Lines left to the Python reader although DuckDB reads them: a trailing comma (DuckDB's JSON
-# reader takes it, Python's does not); and, of the lines with a \u escape, those with a lone
-# surrogate, a NUL, or an escape in a key (an escaped "id" is still our field to Python).
-_TRAILING_COMMA = r",[ \t\r]*[\]}]"
-_ODD_ESCAPE = r'\\u[dD][89a-fA-F]|\\u0000|\\u[0-9a-fA-F]{4}(?:[^"\\]|\\.)*"[ \t\r]*:'
 _PATHS = repr(["$." + f for f in _FIELDS])
+# json_type gives each field's type: NULL when the key is absent, and a line whose field of ours is
+# a number, a boolean, an object or an array is not one of our records as Python reads it (its
+# fields are strings).
 _STRING_OR_NULL = " AND ".join(f"coalesce(y[{i}] IN ('VARCHAR', 'NULL'), true)" for i in range(3, len(_FIELDS) + 1))
+# Lines left to the Python reader although DuckDB's JSON functions read them, each a place where
+# the two readings part ways: a trailing comma (DuckDB takes it, Python does not); nan and inf,
+# which DuckDB takes in any case and Python only as NaN and Infinity; a key of ours written twice
+# (DuckDB reads the first, Python the last); a lone surrogate or a NUL escape, which DuckDB
+# cannot hold as text; an escape in a key (an escaped "id" is still our field to Python). The
+# patterns also match such text inside a string: that line is then read by Python, which gives
+# the same records, only slower. They are found by one RE2 search of each file's bytes, beside
+# DuckDB's reading of it (a search of a whole file costs a fraction of a regular expression
+# evaluated line by line in SQL). None of them reaches past its line.
+_MARKS = re2.compile(
+    b"|".join(
+        [
+            rb",[ \t\r]*[\]}]",
+            rb"[:,\[][ \t\r]*[-+]?(?i:nan|inf)",
+            rb"\\u[dD][89a-fA-F]|\\u0000",
+            rb'\\u[0-9a-fA-F]{4}(?:[^"\\\n]|\\.)*"[ \t\r]*:',
+            *(rf'"{f}"[ \t\r]*:[^\n]*"{f}"[ \t\r]*:'.encode() for f in _FIELDS),
+        ]
+    )
+)
+
 
 # One statement per group of files: every line, the ones SQL reads as they are, and the others
-# kept whole for the Python reader. A line is read here when it is one JSON object (json_valid)
-# with none of the forms above, id and ts strings, verdict or kind a string, and every field of
-# ours a string or null (json_type). Differences left, which only a hand-edited log can show
-# (guard's writer never writes them, and what an agent types is in values, escaped): of a key
-# written twice in one object, json_extract reads the first and Python the last; and nan or inf
-# (lower case) as a value outside our fields, which DuckDB reads as a number and Python refuses.
+# kept whole for the Python reader. A line is read here when it is one JSON object (json_type
+# fails on anything else, and try() makes that NULL), id and ts strings, verdict or kind a string,
+# and every field of ours a string or null; then json_extract_string reads the fields (each line
+# is parsed twice: json_valid beside these would be a third time). The lines _MARKS finds are
+# handed to Python afterwards.
 _PARSE = f"""
 INSERT INTO parsed
 SELECT src, lineno, 0 AS pos,
@@ -86,15 +95,10 @@ FROM (
          coalesce(fast AND y[1] = 'VARCHAR' AND y[2] = 'VARCHAR' AND (y[3] = 'VARCHAR' OR y[4] = 'VARCHAR')
                   AND {_STRING_OR_NULL}, false) AS ok
   FROM (
-    SELECT src, lineno, line, fast,
-           CASE WHEN fast THEN json_extract_string(line, {_PATHS}) END AS j,
-           CASE WHEN fast THEN json_type(line, {_PATHS}) END AS y
+    SELECT src, lineno, line, y IS NOT NULL AS fast, y,
+           CASE WHEN y IS NOT NULL THEN json_extract_string(line, {_PATHS}) END AS j
     FROM (
-      SELECT src, lineno, line,
-             line[1] = '{{' AND line[-1] = '}}'
-               AND NOT regexp_matches(line, '{_TRAILING_COMMA}')
-               AND NOT (CASE WHEN contains(line, '\\u') THEN regexp_matches(line, '{_ODD_ESCAPE}') ELSE false END)
-               AND json_valid(line) AS fast
+      SELECT src, lineno, line, CASE WHEN line[1] = '{{' AND line[-1] = '}}' THEN try(json_type(line, {_PATHS})) END AS y
       FROM (
         SELECT src, lineno, CASE WHEN line[-1] = chr(13) THEN line[:-2] ELSE line END AS line
         FROM (
@@ -110,44 +114,6 @@ FROM (
   )
 )
 """
-
-# The fast reader: every line of every file as one row, numbered in the order read (the rows of
-# one file are consecutive and in its order; a blank line gives no row, a line DuckDB cannot read
-# an all-NULL one), with ``ok`` when the row is one of our records whose fields DuckDB read as
-# Python does.
-_FAST_COLUMNS = {f: "VARCHAR" for f in _FIELDS}
-_FAST = f"""
-INSERT INTO fast
-SELECT list_extract($ns, (file_index + 1)::BIGINT) AS n, $offset + row_number() OVER () AS rn,
-       {", ".join(_FIELDS)}, guard_us(ts) AS t_us,
-       id IS NOT NULL AND ts IS NOT NULL AND (verdict IS NOT NULL OR kind IS NOT NULL) AS ok, guard_h(id) AS h
-FROM read_json($paths, format = 'newline_delimited', records = true, ignore_errors = true, columns = $columns)
-"""
-
-_CREATE_FAST = f"""
-CREATE TABLE fast (n INTEGER, rn BIGINT, {", ".join(f"{f} VARCHAR" for f in _FIELDS)}, t_us BIGINT, ok BOOLEAN,
-                   h UBIGINT)
-"""
-
-# Where DuckDB's JSON reader and Python's part ways on a line DuckDB reads (those it cannot read
-# come out NULL and go to Python anyway): a trailing comma, which DuckDB takes and Python does
-# not; nan and inf, which DuckDB takes in any case and Python only as NaN and Infinity; a key of
-# ours written twice (DuckDB keeps the first, Python the last); an escape in a key (which could
-# spell one of ours twice); NUL and surrogate escapes; and a field of ours whose value is not a
-# string or null (DuckDB reads 5 or true into a text column as "5" or "true", Python's reader
-# gives str() of it, and a record needs its id and ts to be strings). None of these reaches past
-# its line.
-_OURS = "|".join(_FIELDS).encode()
-_KEY_TWICE = [rf'"{f}"[ \t\r]*:.*"{f}"[ \t\r]*:'.encode() for f in _FIELDS]
-_MARKED = [
-    rb",[ \t\r]*[\]}]",
-    rb"[:,\[][ \t\r]*[-+]?(?i:nan|inf)",
-    rb"\\u[dD][89a-fA-F]|\\u0000",
-    rb'\\u[0-9a-fA-F]{4}(?:[^"\\\n]|\\.)*"[ \t\r]*:',
-    rb'"(?:' + _OURS + rb')"[ \t\r]*:[ \t\r]*(?:[^"n \t\r]|n(?:[^u]|u[^l]|ul[^l]))',
-    *_KEY_TWICE,
-]
-_MARKED_RE = re2.compile(b"|".join(_MARKED))
 
 _CREATE_PARSED = """
 CREATE TABLE parsed (src INTEGER, lineno BIGINT, pos INTEGER, odd VARCHAR, id VARCHAR, ts VARCHAR,
@@ -275,20 +241,11 @@ class DuckEngine:
         self.loaded.sources = len(names)
         self._names = names
         self.con.execute(_CREATE_PARSED)
-        self.con.execute(_CREATE_FAST)
-        self.con.execute("CREATE TABLE fast_files (n INTEGER, first BIGINT, last BIGINT, rows BIGINT)")
-        self.con.execute("CREATE TABLE fast_place (n INTEGER, src INTEGER, base BIGINT)")
-        self.con.execute(
-            "CREATE VIEW fast_at AS SELECT f.*, p.src, f.rn - x.first + 1 + p.base AS lineno, 0 AS pos"
-            " FROM fast AS f JOIN fast_place AS p USING (n) JOIN fast_files AS x USING (n)"
-        )
-        self._lines: list[tuple[int, int, str]] = []  # (source, line number, text) for Python
-        exact = pieces if self.keep_raw else self._read_fast(pieces)
-        self._read_exact(exact)
+        self._read_lines(pieces)
         self._read_odd_lines()
         self._merge()
 
-    def _read_exact(self, pieces: list[tuple[int, int, str]]) -> None:
+    def _read_lines(self, pieces: list[tuple[int, int, str]]) -> None:
         """Read ``pieces`` line by line in SQL (the lines it leaves whole go to Python)."""
         parse = _PARSE.replace("{raw}", "THEN line" if self.keep_raw else "AND false THEN line")
         # One statement reads its files on one core: the files are shared out between as many
@@ -300,100 +257,24 @@ class DuckEngine:
             groups[k].append(piece)
             sizes[k] += _size(piece[2])
         groups = [g for g in groups if g]
-        if len(groups) == 1:
-            self._parse_group(self.con, parse, groups[0])
-        elif groups:
-            with ThreadPoolExecutor(max_workers=len(groups)) as pool:
-                list(pool.map(lambda g: self._parse_group(self.con.cursor(), parse, g), groups))
-
-    def _read_fast(self, pieces: list[tuple[int, int, str]]) -> list[tuple[int, int, str]]:
-        """Read ``pieces`` with DuckDB's JSON reader while Python marks the lines it must read
-        itself; the lines DuckDB did not read as Python would are queued for Python (``_lines``).
-        The pieces whose rows cannot be matched to their lines are returned, for the exact reader."""
-        if not pieces:
-            return []
-        paths = [p for _, _, p in pieces]
-        # The files are shared out between one statement per core (a row number is one
-        # pipeline's: the files in the order given, each file's lines in order).
-        k = max(1, min(self._threads, len(pieces)))
-        groups = [list(range(len(pieces)))[g::k] for g in range(k)]
-        self.con.execute("SET preserve_insertion_order = true")
-
-        def insert(g: int) -> None:
-            cur = self.con.cursor()
-            cur.execute(_MACROS)
-            ns = groups[g]
-            cur.execute(
-                _FAST, {"paths": [paths[n] for n in ns], "ns": ns, "offset": g << 40, "columns": _FAST_COLUMNS}
+        marked: list[tuple[int, int, str]] = []  # (source, line number, text)
+        with ThreadPoolExecutor(max_workers=len(groups) or 1) as pool:
+            jobs = [pool.submit(self._parse_group, self.con.cursor(), parse, g) for g in groups]
+            for src, base, path in pieces:  # meanwhile, in this thread
+                marked += [(src, base + k, text) for k, text in _marked_lines(path)]
+            for job in jobs:
+                job.result()
+        if marked:
+            # A marked line SQL read goes to Python as a line it left whole.
+            self.con.execute("CREATE TEMP TABLE marked (src INTEGER, lineno BIGINT, line VARCHAR)")
+            self.con.executemany("INSERT INTO marked VALUES (?, ?, ?)", [list(m) for m in marked])
+            self.con.execute(
+                "UPDATE parsed SET odd = m.line FROM marked AS m"
+                " WHERE parsed.odd IS NULL AND parsed.src = m.src AND parsed.lineno = m.lineno"
             )
 
-        with ThreadPoolExecutor(max_workers=k) as pool:
-            inserts = [pool.submit(insert, g) for g in range(k)]
-            scans = [_scan(path) for path in paths]  # meanwhile, in this thread
-            try:
-                for job in inserts:
-                    job.result()
-            except (duckdb.InvalidInputException, duckdb.IOException):  # a file DuckDB gives up on: all go the exact way
-                for job in inserts:
-                    job.exception()
-                self.con.execute("DELETE FROM fast")
-                return pieces
-            finally:
-                self.con.execute("SET preserve_insertion_order = false")
-        con = self.con
-        con.execute(
-            "INSERT INTO fast_files SELECT n, min(rn) AS first, max(rn) AS last, count(*) AS rows"
-            " FROM fast GROUP BY n"
-        )
-        files = {n: (first, last, rows) for n, first, last, rows in con.execute("SELECT * FROM fast_files").fetchall()}
-        wanted: dict[int, set[int]] = {}
-        for n, k in con.execute(
-            "SELECT n, rn - first + 1 FROM fast JOIN fast_files USING (n) WHERE NOT ok"
-        ).fetchall():
-            wanted.setdefault(n, set()).add(k)
-        # Each file's first and last rows are checked to be on their lines.
-        ends: dict[int, list[tuple[int, str]]] = {}
-        for n, end, id_ in con.execute(
-            "SELECT n, rn = last, id FROM fast JOIN fast_files USING (n) WHERE ok AND (rn = first OR rn = last)"
-        ).fetchall():
-            ends.setdefault(n, []).append((end, id_))
-        exact: list[tuple[int, int, str]] = []
-        dropped: list[int] = []  # the row numbers of the lines Python reads
-        for n, (src, base, path) in enumerate(pieces):
-            lines, marked, head, tail = scans[n]
-            first, last, rows = files.get(n, (1, 0, 0))
-            if (
-                rows != lines
-                or last - first + 1 != rows
-                or any(id_.encode("utf-8", "surrogatepass") not in (tail if end else head) for end, id_ in ends.get(n, []))
-            ):
-                exact.append(pieces[n])
-                continue
-            todo = sorted(wanted.get(n, set()) | marked)
-            if not todo:
-                continue
-            with open(path, "rb") as f:
-                text = f.read().split(b"\n")
-            for k in todo:
-                self._lines.append((src, base + k, text[k - 1].decode("utf-8", "replace")))
-                dropped.append(first + k - 1)
-        gone = [n for n, piece in enumerate(pieces) if piece in exact]
-        con.execute("CREATE TEMP TABLE dropped AS SELECT unnest($rn::BIGINT[]) AS rn", {"rn": dropped})
-        con.execute(
-            "DELETE FROM fast WHERE NOT ok OR list_contains($gone, n) OR rn IN (SELECT rn FROM dropped)",
-            {"gone": gone},
-        )
-        # A row's place among its source's lines, for the first copy of an id and the first
-        # malformed line.
-        con.execute(
-            "INSERT INTO fast_place SELECT unnest($n::INTEGER[]), unnest($src::INTEGER[]), unnest($base::BIGINT[])",
-            {"n": list(range(len(pieces))), "src": [p[0] for p in pieces], "base": [p[1] for p in pieces]},
-        )
-        return exact
-
     def _parse_group(self, cur: Any, parse: str, pieces: list[tuple[int, int, str]]) -> None:
-        if cur is not self.con:
-            cur.execute(_MACROS)
+        cur.execute(_MACROS)
         files = [p for _, _, p in pieces]
         params = {"paths": files, "srcs": [s for s, _, _ in pieces], "bases": [b for _, b, _ in pieces]}
         for _ in range(len(files) + 1):
@@ -410,8 +291,7 @@ class DuckEngine:
                 files[files.index(bad)] = fixed
 
     def _read_odd_lines(self) -> None:
-        """The lines SQL left whole and those the fast reader queued, read by the Python reader;
-        its records join the others."""
+        """The lines SQL left whole, read by the Python reader; its records join the others."""
         rows = []
         malformed: list[tuple[int, int]] = []
 
@@ -419,7 +299,6 @@ class DuckEngine:
             cur = self.con.execute("SELECT src, lineno, odd FROM parsed WHERE odd IS NOT NULL")
             while batch := cur.fetchmany(10000):
                 yield from batch
-            yield from self._lines
 
         for src, lineno, line in odd_lines():
             found = records_in_line(line)
@@ -449,7 +328,6 @@ class DuckEngine:
             r[0]
             for r in con.execute(
                 "SELECT DISTINCT ts FROM parsed WHERE odd IS NULL AND t_us IS NULL"
-                " UNION SELECT DISTINCT ts FROM fast WHERE t_us IS NULL"
             ).fetchall()
         ]
         known = [[ts, us] for ts in others if ts is not None and (us := _python_us(ts)) is not None]
@@ -460,11 +338,8 @@ class DuckEngine:
                 "UPDATE parsed SET t_us = o.us FROM ts_other AS o"
                 " WHERE parsed.odd IS NULL AND parsed.t_us IS NULL AND parsed.ts = o.ts"
             )
-            con.execute("UPDATE fast SET t_us = o.us FROM ts_other AS o WHERE fast.t_us IS NULL AND fast.ts = o.ts")
         bad = con.execute(
-            "SELECT count(*), min({'s': src, 'l': lineno}) FROM ("
-            " SELECT src, lineno FROM parsed WHERE odd IS NULL AND t_us IS NULL"
-            " UNION ALL SELECT src, lineno FROM fast_at WHERE t_us IS NULL)"
+            "SELECT count(*), min({'s': src, 'l': lineno}) FROM parsed WHERE odd IS NULL AND t_us IS NULL"
         ).fetchone()
         firsts = list(self._odd_malformed)
         if bad and bad[0]:
@@ -488,7 +363,6 @@ class DuckEngine:
             SELECT DISTINCT h FROM (
               SELECT h, lag(h) OVER (ORDER BY h) AS before FROM (
                 SELECT guard_h(id) AS h FROM parsed WHERE odd IS NULL AND t_us IS NOT NULL
-                UNION ALL SELECT h FROM fast WHERE t_us IS NOT NULL
               )
             ) WHERE h = before
             """
@@ -496,12 +370,10 @@ class DuckEngine:
         con.execute(
             """
             CREATE TABLE later_copies AS
-            SELECT rn, src, lineno, pos FROM (
-              SELECT rn, src, lineno, pos, row_number() OVER (PARTITION BY id ORDER BY src, lineno, pos) AS copy
+            SELECT src, lineno, pos FROM (
+              SELECT src, lineno, pos, row_number() OVER (PARTITION BY id ORDER BY src, lineno, pos) AS copy
               FROM (
-                SELECT NULL::BIGINT AS rn, src, lineno, pos, id, guard_h(id) AS h FROM parsed
-                WHERE odd IS NULL AND t_us IS NOT NULL
-                UNION ALL SELECT rn, src, lineno, pos, id, h FROM fast_at WHERE t_us IS NOT NULL
+                SELECT src, lineno, pos, id, guard_h(id) AS h FROM parsed WHERE odd IS NULL AND t_us IS NOT NULL
               )
               SEMI JOIN copied USING (h)
             ) WHERE copy > 1
@@ -512,17 +384,14 @@ class DuckEngine:
         self.loaded.duplicates = con.execute("SELECT count(*) FROM later_copies").fetchone()[0]
         if self.loaded.duplicates:
             con.execute(
-                "DELETE FROM parsed USING later_copies AS c WHERE c.rn IS NULL"
-                " AND parsed.src = c.src AND parsed.lineno = c.lineno AND parsed.pos = c.pos"
+                "DELETE FROM parsed USING later_copies AS c"
+                " WHERE parsed.src = c.src AND parsed.lineno = c.lineno AND parsed.pos = c.pos"
             )
-            con.execute("DELETE FROM fast USING later_copies AS c WHERE fast.rn = c.rn")
         fields = ", ".join(_FIELDS)
         con.execute(
             f"""
             CREATE VIEW records AS
             SELECT {fields}, raw, t_us, t_us / 1000000 AS t FROM parsed WHERE odd IS NULL AND t_us IS NOT NULL
-            UNION ALL
-            SELECT {fields}, NULL AS raw, t_us, t_us / 1000000 AS t FROM fast WHERE t_us IS NOT NULL
             """
         )
         con.execute("CREATE VIEW kept AS SELECT * FROM records")
@@ -702,22 +571,23 @@ class DuckEngine:
 # --------------------------------------------------------------------------- helpers
 
 
-def _scan(path: str) -> tuple[int, set[int], bytes, bytes]:
-    """The lines in a file (split on ``\\n`` only), the numbers of those the fast reader must
-    leave to Python (``_MARKED``), and the first and last lines."""
+def _marked_lines(path: str) -> list[tuple[int, str]]:
+    """The lines of a file ``_MARKS`` finds: (line number, text as SQL holds it)."""
     with open(path, "rb") as f:
         data = f.read()
-    lines = data.count(b"\n") + (1 if data and not data.endswith(b"\n") else 0)
-    marked: set[int] = set()
-    at, lineno = 0, 1
-    for m in _MARKED_RE.finditer(data):
+    found: list[tuple[int, str]] = []
+    at, lineno, end = 0, 1, -1
+    for m in _MARKS.finditer(data):
+        if m.start() <= end:
+            continue  # the line already marked
         lineno += data.count(b"\n", at, m.start())
         at = m.start()
-        marked.add(lineno)
-    head = data[: data.find(b"\n") if b"\n" in data else len(data)]
-    body = data[:-1] if data.endswith(b"\n") else data
-    tail = body[body.rfind(b"\n") + 1 :]
-    return lines, marked, head, tail
+        start = data.rfind(b"\n", 0, at) + 1
+        end = data.find(b"\n", at)
+        end = len(data) if end < 0 else end
+        line = data[start:end]
+        found.append((lineno, (line[:-1] if line.endswith(b"\r") else line).decode("utf-8", "replace")))
+    return found
 
 
 def _split(opener: Any, prefix: str) -> Iterator[tuple[int, str]]:

@@ -143,8 +143,8 @@ def test_lines_sql_reads_and_lines_it_leaves_to_python(tmp_path: Path) -> None:
     assert data["summary"]["records"] == 13 and data["summary"]["malformed"] == 2  # e05 and e14
 
 
-# Lines on the edge of what DuckDB's JSON reader takes as Python's does, for the fast reader:
-# each is read by DuckDB, marked for Python, or left NULL by DuckDB, and the report is the same.
+# Lines on the edge of what DuckDB's JSON functions take as Python's does: each is read in SQL,
+# marked for Python (duck._MARKS), or left whole by SQL, and the report is the same.
 FAST_EDGE = [
     '{"id":"f01","ts":"TS",BASE,"rule":"plain"}',
     '{"id":"f02","ts":"TS",BASE,"rule":"git-push",}',  # a trailing comma: malformed to Python
@@ -200,10 +200,10 @@ def _edge_lines(lines: list[str]) -> list[str]:
     ]
 
 
-def test_fast_reader_gives_the_python_engines_report_on_edge_lines(tmp_path: Path) -> None:
-    """Every kind of line next to the edge of what DuckDB's JSON reader takes: the report, its
+def test_edge_lines_give_the_python_engines_report(tmp_path: Path) -> None:
+    """Every kind of line next to the edge of what DuckDB's JSON functions take: the report, its
     JSON and its warnings are the Python engine's, and the lines DuckDB reads as Python does
-    were read by DuckDB (not all sent to Python)."""
+    were read in SQL (not all sent to Python)."""
     if "duckdb" not in engines():
         pytest.skip("DuckDB is not installed (pip install 'guard[audit]')")
     import gzip
@@ -227,17 +227,52 @@ def test_fast_reader_gives_the_python_engines_report_on_edge_lines(tmp_path: Pat
         assert got["duckdb"].stderr == got["python"].stderr, extra
     a = str(logs / "a.jsonl")
     with duck.DuckEngine([a], io.BytesIO()) as engine:
-        fast = {r[0] for r in engine.con.execute("SELECT id FROM fast").fetchall()}
-        to_python = {n for _, n, _ in engine._lines}
-    assert fast == {"f01", "f13", "f28", "f29", "f31", "f32", "f36", "f38", "f40"}
-    assert {2, 3, 4, 5, 8, 9, 10, 11, 14, 15, 17, 18, 21, 22, 24, 33, 34, 41, 43} <= to_python
+        in_sql = {r[0] for r in engine.con.execute(SQL_READ).fetchall()}
+        to_python = {r[0] for r in engine.con.execute("SELECT lineno FROM parsed WHERE odd IS NOT NULL").fetchall()}
+    assert in_sql == {"f01", "f13", "f28", "f31", "f32", "f36", "f38", "f40"}
+    assert {2, 3, 4, 5, 8, 9, 10, 11, 12, 14, 15, 17, 18, 21, 22, 24, 29, 33, 34, 37, 41, 43} <= to_python
+    assert not in_sql & {f"f{n:02d}" for n in to_python}
 
 
-def test_a_large_log_is_read_the_fast_way_into_a_database_file(
+# The records SQL read from their lines (the Python reader's have pos 1, 2, …).
+SQL_READ = "SELECT id FROM parsed WHERE odd IS NULL AND pos = 0"
+
+
+def test_marked_lines_are_found_with_their_numbers_and_text(tmp_path: Path) -> None:
+    """_MARKS finds each line where DuckDB's JSON reading and Python's part ways, once a line
+    however often it matches, with its number and its text as SQL holds it (no CR)."""
+    if "duckdb" not in engines():
+        pytest.skip("DuckDB is not installed (pip install 'guard[audit]')")
+    from guard.audit import duck
+
+    lines = [
+        b'{"id":"a","x":[1,]}',  # 1: trailing comma
+        b'{"id":"b","rule":"r"}',
+        b'{"id":"c","x":nan,"y":[2 , ],"id":"c2"}\r',  # 3: three marks, CR
+        b"",
+        b'{"id":"d","x":-INF}',  # 5
+        b'{"id":"e","command":"say \\u0000"}',  # 6: a NUL escape
+        b'{"id":"f","command":"\\ud83d\\ude00"}',  # 7: a surrogate escape
+        b'{"i\\u0064":"g"}',  # 8: an escape in a key
+        b'{"id":"h","command":"git commit -m \\u00e9"}',  # an escape in a value
+        b'{"id":"i","note":"info nanny","n":5}',  # nan and inf, in words
+        b'{"rule" : "x", "id":"j", "rule":"y"}',  # 11: a key of ours twice, spaced
+        b'{"ruler":"x","rule":"y"}',
+        b'{"id":"k","x":{"a":1,}}',  # 13, the last line, without a newline
+    ]
+    path = tmp_path / "m.jsonl"
+    path.write_bytes(b"\n".join(lines))
+    found = duck._marked_lines(str(path))
+    assert [n for n, _ in found] == [1, 3, 5, 6, 7, 8, 11, 13]
+    assert found[1][1] == '{"id":"c","x":nan,"y":[2 , ],"id":"c2"}'
+    assert found[-1][1] == lines[-1].decode()
+
+
+def test_a_large_log_is_read_into_a_database_file(
     tmp_path: Path, monkeypatch: pytest.MonkeyPatch, capsysbinary: pytest.CaptureFixture[bytes]
 ) -> None:
-    """Past MEMORY_DB_BYTES the records go to a database file in the work directory, read by the
-    fast reader as a small log is: the edge lines give the Python engine's report."""
+    """Past MEMORY_DB_BYTES the records go to a database file in the work directory, read as a
+    small log is: the edge lines give the Python engine's report."""
     if "duckdb" not in engines():
         pytest.skip("DuckDB is not installed (pip install 'guard[audit]')")
     import io
@@ -255,12 +290,12 @@ def test_a_large_log_is_read_the_fast_way_into_a_database_file(
     assert outputs["duckdb"] == outputs["python"]
     with duck.DuckEngine([str(log)], io.BytesIO()) as engine:
         assert engine.con.execute("SELECT database_name FROM duckdb_databases() WHERE path IS NOT NULL").fetchall()
-        assert engine.con.execute("SELECT count(*) FROM fast").fetchone()[0] == 9  # read the fast way
+        assert len(engine.con.execute(SQL_READ).fetchall()) == 8  # read in SQL
 
 
-def test_fast_reader_leaves_a_file_with_blank_lines_to_the_exact_reader(tmp_path: Path) -> None:
-    """DuckDB skips blank lines, so its rows no longer line up with the file's lines: such a file
-    is read line by line, and the line numbers of what it skips are the Python engine's."""
+def test_blank_lines_keep_the_line_numbers_of_those_after_them(tmp_path: Path) -> None:
+    """Blank lines give no record, and the line numbers of the lines after them (the first
+    malformed one named in the warning) are the Python engine's."""
     if "duckdb" not in engines():
         pytest.skip("DuckDB is not installed (pip install 'guard[audit]')")
     import io
@@ -275,11 +310,7 @@ def test_fast_reader_leaves_a_file_with_blank_lines_to_the_exact_reader(tmp_path
     assert got["duckdb"].stderr == got["python"].stderr
     assert got["duckdb"].stderr.decode().endswith("blank.jsonl:6)\n")
     with duck.DuckEngine([str(tmp_path)], io.BytesIO()) as engine:
-        assert engine.con.execute("SELECT id FROM fast").fetchall() == [("p1",)]
-        assert sorted(r[0] for r in engine.con.execute("SELECT id FROM parsed WHERE odd IS NULL").fetchall()) == [
-            "b1",
-            "b2",
-        ]
+        assert sorted(r[0] for r in engine.con.execute(SQL_READ).fetchall()) == ["b1", "b2", "p1"]
 
 
 def test_a_file_that_is_a_copy_of_another_adds_only_duplicates(tmp_path: Path) -> None:
