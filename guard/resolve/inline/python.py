@@ -1223,12 +1223,44 @@ def _literal(text: str) -> str | None:
 # ---------------------------------------------------------------------- entry point
 
 
+# Every name through which the analysis can report something or evaluate a part twice: the
+# modules whose functions and objects it follows (a Ref's name always starts with a module the
+# source imports by name, or one ``__import__``/``import_module``/``getattr`` computes), the
+# builtins that run built code, and the modules whose values it computes again (json.dumps,
+# shlex, pathlib …). ``test_inline_python`` checks each dotted name the analysis compares with
+# starts with one of these.
+_ACTED_ON = re.compile(
+    r"\b(?:os|posix|posixpath|subprocess|pty|asyncio|builtins|commands|platform|netrc|git|dulwich|pygit2|requests"
+    r"|httpx|aiohttp|urllib|urllib2|http|importlib|import_module|__import__|exec|eval|getattr|shlex|json|base64"
+    r"|binascii|bytes|codecs|zlib|shutil|pathlib|tempfile)\b")
+# A for statement starts a logical line, so it starts a line of the text (comprehensions, whose
+# loops are never unrolled, need not). Text with a carriage return (a line break to Python, not
+# to ``^``) counts every ``for``.
+_FOR_STATEMENT = re.compile(r"(?m)^[ \t\f]*(?:async[ \t]+)?for\b")
+_FOR = re.compile(r"\bfor\b")
+
+
+def _inert(source: str) -> bool:
+    """Whether the analysis of ``source`` (which parses) can report nothing at all, so the walk
+    over its tree can be left out: it names nothing in ``_ACTED_ON``, and the walk would stay
+    within ``MAX_STEPS``. Without those names each expression node is counted a few times at
+    most (under 4 per character of source), times 8 per for statement (a loop over up to 8
+    known items is walked once per item); the bound here is four times that. Text beyond ASCII is walked: Python folds identifiers to NFKC, so
+    ``ｏｓ`` is ``os``."""
+    if not source.isascii() or _ACTED_ON.search(source) is not None:
+        return False
+    loops = len((_FOR if "\r" in source else _FOR_STATEMENT).findall(source))
+    return loops < 6 and len(source) * 16 * 8**loops < MAX_STEPS
+
+
 def _analyze(source: str, st: _State) -> None:
     try:
         tree = ast.parse(source)
     except (SyntaxError, ValueError, MemoryError, RecursionError) as exc:
         _fallback_scan(source, st, type(exc).__name__)
         return
+    if not st.exec_nesting and _inert(source):
+        return  # most inline programs (pandas, django, print(...)): nothing for the walk to find
     an = _Analyzer(st)
     try:
         an.module(tree)

@@ -1,0 +1,126 @@
+"""The Python analysis leaves out its walk for a program that names nothing it acts on: the
+findings and notes stay exactly those of the full walk."""
+
+from __future__ import annotations
+
+import ast
+import json
+import re
+import textwrap
+from pathlib import Path
+
+import pytest
+
+import guard.resolve.inline.python as py
+from guard import parse, resolve
+from guard.context import Context
+
+CTX = Context.from_environ(cwd="/workspace/app", trees=("/workspace",), env={"HOME": "/root", "PATH": "/usr/bin:/bin"})
+
+
+def _both(source: str, monkeypatch: pytest.MonkeyPatch) -> tuple[tuple, tuple]:
+    gated = py.analyze_python(source)
+    with monkeypatch.context() as m:
+        m.setattr(py, "_inert", lambda s: False)
+        full = py.analyze_python(source)
+    return gated, full
+
+
+def _dotted_names() -> set[str]:
+    """Every dotted name (``subprocess.run``, ``os.environ``) the analysis compares a Ref with."""
+    tree = ast.parse(Path(py.__file__).read_text(encoding="utf-8"))
+    return {n.value for n in ast.walk(tree) if isinstance(n, ast.Constant) and isinstance(n.value, str)
+            and re.fullmatch(r"[a-z_][a-z0-9_]*(?:\.[A-Za-z_]\w*)+", n.value)}
+
+
+def test_every_name_the_analysis_follows_keeps_the_walk() -> None:
+    names = _dotted_names()
+    assert {"subprocess.getoutput", "os.environ", "urllib.request.Request", "base64.b64decode"} <= names
+    for name in names:
+        head = name.split(".")[0]
+        assert not py._inert(f"import {head}\n{name}('git push')\n"), name
+    for builtin in ("exec", "eval", "__import__", "getattr"):
+        assert not py._inert(f"{builtin}('x')\n"), builtin
+    assert not py._inert("importlib.import_module('os')")
+
+
+# Programs that name nothing the analysis follows, each analysed without the walk …
+INERT = [
+    "import pandas as pd\ndf = pd.read_csv('data.csv')\nprint(df.head())",
+    "from django.conf import settings\nsettings.configure()\nprint(settings.DEBUG)",
+    "x = [i * 2 for i in range(10)]\nprint(sum(x))",
+    "import sys\nprint(sys.argv[1:])",
+    "class A:\n    def f(self):\n        return compile('1', 'f', 'single')\nprint(A().f())",
+    "for a in 1, 2, 3:\n    print(a)",
+]
+# … and programs the walk must still read: a module or builtin it follows under another spelling,
+# decoded or built code, text beyond ASCII (NFKC-folded names), loops that could outrun the step
+# budget, sources too long to bound cheaply.
+WALKED = [
+    "import subprocess as sp; sp.run(['git', 'push'])",
+    "from os import system as s; s('git push')",
+    "from . import os\nos.system('git push')",
+    "__import__('o' + 's').system('git push')",
+    "getattr(__import__('subprocess'), 'run')(['git', 'push'])",
+    "exec(bytes.fromhex('7072696e74283129').decode())",
+    "import ｓｕｂｐｒｏｃｅｓｓ\nｓｕｂｐｒｏｃｅｓｓ.run(['git', 'push'])",
+    "import json\nprint(json.dumps(json.dumps(1)))",
+    "for a in 1, 2, 3, 4, 5, 6, 7, 8:\n for b in 1, 2, 3, 4, 5, 6, 7, 8:\n  for c in 1, 2, 3, 4, 5, 6, 7, 8:\n"
+    "   for d in 1, 2, 3, 4, 5, 6, 7, 8:\n    for e in 1, 2, 3, 4, 5, 6, 7, 8:\n     x = [-a, -b, -c, -d, -e]",
+    ("for a in 1, 2, 3, 4, 5, 6, 7, 8:\r for b in 1, 2, 3, 4, 5, 6, 7, 8:\r  for c in 1, 2, 3, 4, 5, 6, 7, 8:\r"
+     "   for d in 1, 2, 3, 4, 5, 6, 7, 8:\r    for e in 1, 2, 3, 4, 5, 6, 7, 8:\r     x = [-a, -b, -c, -d, -e]"),
+    "x = " + "+".join(["a"] * 30000),
+]
+
+
+@pytest.mark.parametrize("source", INERT)
+def test_a_program_naming_nothing_followed_skips_the_walk(source: str, monkeypatch: pytest.MonkeyPatch) -> None:
+    assert py._inert(source)
+    gated, full = _both(source, monkeypatch)
+    assert gated == full == ([], [])
+
+
+@pytest.mark.parametrize("source", WALKED)
+def test_the_walk_stays_where_it_can_find_something(source: str, monkeypatch: pytest.MonkeyPatch) -> None:
+    assert not py._inert(source)
+    gated, full = _both(source, monkeypatch)
+    assert gated == full
+
+
+def test_the_spelled_around_launches_are_still_found() -> None:
+    for source in WALKED[:7]:
+        findings, notes = py.analyze_python(source)
+        assert findings or notes, source
+    for loops in WALKED[8:10]:  # lines broken by \n, and by \r
+        assert any("budget" in n for n in py.analyze_python(loops)[1])
+
+
+def test_a_program_that_does_not_parse_still_gets_the_string_scan() -> None:
+    findings, notes = py.analyze_python("class A: pass; class B: pass\nsystem('git push')")
+    assert notes and "does not parse" in notes[0]
+    assert [f.shell for f in findings] == ["git push"]
+
+
+def test_corpus_programs_analyse_the_same_without_the_walk(monkeypatch: pytest.MonkeyPatch, shared) -> None:
+    """Every inline Python program of every fifth corpus command (python -c, heredocs, scripts
+    the command writes and runs) gets the same findings and notes either way."""
+    seen: list[tuple[str, tuple]] = []
+    real = py.analyze_python
+
+    def spy(source: str, argv: tuple = ()) -> tuple:
+        seen.append((source, tuple(argv)))
+        return real(source, argv)
+
+    corpus = [json.loads(line)["command"] for line in (shared / "corpus" / "agent-commands.jsonl").open()][::5]
+    with monkeypatch.context() as m:
+        m.setattr(py, "analyze_python", spy)
+        for c in corpus:
+            resolve.resolve(parse.parse(c), CTX, parse.parse)
+    assert len(seen) > 100
+    inert = [s for s, _ in seen if py._inert(s)]
+    assert len(inert) > len(seen) // 3  # the gate is taken by many of them
+    for source, argv in seen:
+        gated = real(source, argv)
+        with monkeypatch.context() as m:
+            m.setattr(py, "_inert", lambda s: False)
+            assert real(source, argv) == gated, textwrap.shorten(source, 200)
