@@ -136,6 +136,35 @@ class State:
         self.made = set() if made is None else made
         self.ran = [] if ran is None else ran
 
+    @classmethod
+    def start(cls, cwd: str, vars: dict[str, Value], aliases: dict[str, str], given: tuple[str, ...]) -> State:
+        """The state a command starts in: ``State(cwd, vars, aliases, given=given)`` without
+        the keyword defaults and the test per container (one is made per command)."""
+        new = _new_state(cls)
+        new.cwd = cwd
+        new.vars = vars
+        new.aliases = aliases
+        new.functions = {}
+        new.dirstack = []
+        new.positional = None
+        new.exported = {}
+        new.files = {}
+        new.git_aliases = {}
+        new.removed = set()
+        new.cloned = set()
+        new.namerefs = {}
+        new.arg0 = "bash"
+        new.noglob = False
+        new.failed = False
+        new.cd_target = ""
+        new.links = {}
+        new.hashed = {}
+        new.renamed = {}
+        new.given = given
+        new.made = set()
+        new.ran = []
+        return new
+
     def __repr__(self) -> str:
         return "State(" + ", ".join(f"{n}={getattr(self, n)!r}" for n in _STATE_SLOTS) + ")"
 

@@ -34,6 +34,7 @@ from guard.ir import (
 from guard.resolve.state import Assoc, Frame, Sink, State, relink
 from guard.resolve.variables import resolve_name, set_element
 from guard.resolve.words import (
+    PLAIN_TEXT,
     Expander,
     Hooks,
     expand_one,
@@ -153,7 +154,7 @@ class Walker:
             for k in range(stage_starts[s], stage_starts[s + 1]):
                 inv = invs[k]
                 if inv.via == invs[stage_starts[s]].via:
-                    invs[k] = _with(inv, pipe_to=later)
+                    invs[k] = _piped(inv, later)
         for s in range(len(n.commands) - 1):
             if stage_starts[s] < stage_starts[s + 1] < stage_starts[s + 2]:
                 self.archive_pipe(invs[stage_starts[s]], invs[stage_starts[s + 1]], st, fr)
@@ -219,7 +220,14 @@ class Walker:
                 refs.extend(a for a in argv[1:] if a.isidentifier())  # declare -p GH_TOKEN prints it
         else:
             append = argv.append
+            plain_text = PLAIN_TEXT
             for w in n.words:
+                parts = w.parts
+                # ``literal_field``'s first answer inline (a quoted literal, or unquoted text
+                # already known to need no expansion): most words, without a call each
+                if len(parts) == 1 and type(p := parts[0]) is Lit and (p.quoted or plain_text.get(p.text)):
+                    append(p.text)
+                    continue
                 field = literal_field(w)
                 if field is not None:
                     append(field)
@@ -598,18 +606,12 @@ def _computed_name(word: Word) -> str | None:
     return None
 
 
-def _with(inv: Invocation, **kw: object) -> Invocation:
-    """``replace(inv, **kw)`` for an Invocation, by copying its fields' dict: the pipeline gives
-    every stage's invocations their ``pipe_to``, and the generic ``replace`` rebuilt each from
-    sixteen keyword arguments."""
-    new = _new_object(Invocation)
-    d = new.__dict__
-    d.update(inv.__dict__)
-    d.update(kw)
-    return new
-
-
-_new_object = object.__new__
+def _piped(inv: Invocation, later: tuple[tuple[str, ...], ...]) -> Invocation:
+    """``inv`` with ``pipe_to=later``, built positionally in the record's field order: the
+    pipeline gives every stage's invocations their ``pipe_to``, and the generic ``replace``
+    bound sixteen keyword arguments for each."""
+    return Invocation(inv.program, inv.argv, inv.cwd, inv.env, inv.via, inv.stdin, later, inv.writes, inv.var_refs,
+                      inv.pos, inv.lang, inv.reads, inv.removed, inv.cloned, inv.facts)
 
 
 def walk_script(script: Script, ctx: Context, sink: Sink, reparse: Callable[[str], Script]) -> None:
@@ -634,9 +636,9 @@ def initial_state(ctx: Context) -> State:
     vars.setdefault("BASH", "/bin/bash")
     vars["IFS"] = " \t\n"  # bash never takes IFS from the environment
     vars.setdefault("SHELL", "/bin/bash")
-    st = State(cwd, vars, aliases=dict(ctx.aliases) if ctx.aliases else None, given=(cwd, *ctx.trees))
-    for name, src in ctx.functions.items():
-        st.functions[name] = src
+    st = State.start(cwd, vars, dict(ctx.aliases) if ctx.aliases else {}, (cwd, *ctx.trees))
+    if ctx.functions:
+        st.functions.update(ctx.functions)
     # bash's exported functions: BASH_FUNC_name%%='() { body; }'. Most environments hold none,
     # and one search of the names joined finds that without a Python loop over them.
     if "BASH_FUNC_" in "\0".join(env):

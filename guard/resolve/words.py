@@ -995,17 +995,17 @@ def literal_field(word: Word) -> str | None:
         text = lit.text
         if lit.quoted:
             return text
-        plain = _PLAIN_TEXT.get(text)
+        plain = PLAIN_TEXT.get(text)
         if plain is None:
             plain = _NEEDS_WORK.search(text) is None
-            if len(_PLAIN_TEXT) < 8192:  # words recur from command to command (-la, head, src/)
-                _PLAIN_TEXT[text] = plain
+            if len(PLAIN_TEXT) < 8192:  # words recur from command to command (-la, head, src/)
+                PLAIN_TEXT[text] = plain
         if plain:
             return text
     return None
 
 
-_PLAIN_TEXT: dict[str, bool] = {}  # unquoted literal text → holds none of ``_NEEDS_WORK``'s characters
+PLAIN_TEXT: dict[str, bool] = {}  # unquoted literal text → holds none of ``_NEEDS_WORK``'s characters
 
 
 def expand_word(

@@ -129,3 +129,28 @@ def test_hostile_inputs_finish_quickly_with_a_result(cmd: str) -> None:
     v = analyze(cmd, Context.from_environ(cwd="/workspace/app", trees=("/workspace",), env={"HOME": "/root"}))
     assert v.verdict in ("allow", "refuse")
     assert time.monotonic() - t < 5
+
+
+def test_the_starting_state_is_the_full_constructor_s() -> None:
+    """``State.start`` (the per-command fast form) sets every field as ``State(...)`` does."""
+    from guard.resolve.state import State
+
+    vars_, aliases, given = {"HOME": "/root"}, {"g": "git"}, ("/w", "/workspace")
+    fast, full = State.start("/w", vars_, aliases, given), State("/w", vars_, aliases, given=given)
+    assert repr(fast) == repr(full)  # every slot set (an unset one fails repr) and equal
+    assert fast.vars is vars_ and fast.aliases is aliases
+    assert fast.functions is not State.start("/w", {}, {}, ()).functions
+
+
+def test_a_piped_invocation_keeps_every_other_field() -> None:
+    """``_piped`` builds the record positionally: each field must land in its own place."""
+    from guard.ir import Invocation
+    from guard.record import fields, replace
+    from guard.resolve.walk import _piped
+
+    values = {name: (f"value of {name}",) for name in fields(Invocation)}
+    values.update(env={"A": "1"}, facts={"k": 1}, program="git", cwd="/w", stdin="in", lang="python")
+    inv = Invocation(**values)
+    later = (("grep", "x"),)
+    assert _piped(inv, later) == replace(inv, pipe_to=later)
+    assert _piped(inv, later).pipe_to == later and _piped(inv, later).reads == inv.reads
