@@ -15,7 +15,7 @@ from guard.record import dataclass, field
 DEFAULT_TREES = ("/workspace",)
 
 
-@dataclass(frozen=True)
+@dataclass(frozen=True, slots=True)
 class Context:
     cwd: str
     trees: tuple[str, ...] = DEFAULT_TREES

@@ -18,6 +18,11 @@ from __future__ import annotations
 
 from guard.record import dataclass, field
 
+# The records here keep an instance dict (no ``slots=True``): each is built once and read a few
+# times, and a slotted frozen record's construction (a descriptor call per field) cost more over
+# the corpus than its faster reads saved. Context, World and Spec, read on every command and
+# built once, are slotted.
+
 TYPE_CHECKING = False
 if TYPE_CHECKING:  # typing costs ~2-7 ms to import on the command path
     from typing import Any
@@ -36,7 +41,7 @@ def known_prefix(s: str) -> str:
 # --------------------------------------------------------------------------- parse layer
 
 
-@dataclass(frozen=True, slots=True)
+@dataclass(frozen=True)
 class Lit:
     """Literal text after quote removal and escape processing."""
 
@@ -44,7 +49,7 @@ class Lit:
     quoted: bool = False
 
 
-@dataclass(frozen=True, slots=True)
+@dataclass(frozen=True)
 class Param:
     """``$X``, ``${X}``, ``${X:-w}``, ``${X[@]}``, ``$1``, ``$@`` …
 
@@ -61,7 +66,7 @@ class Param:
     length: bool = False
 
 
-@dataclass(frozen=True, slots=True)
+@dataclass(frozen=True)
 class CmdSub:
     """``$(…)`` or a backtick substitution, with its parsed body."""
 
@@ -69,7 +74,7 @@ class CmdSub:
     quoted: bool = False
 
 
-@dataclass(frozen=True, slots=True)
+@dataclass(frozen=True)
 class ProcSub:
     """``<(…)`` or ``>(…)``."""
 
@@ -77,7 +82,7 @@ class ProcSub:
     direction: str = "<"
 
 
-@dataclass(frozen=True, slots=True)
+@dataclass(frozen=True)
 class Arith:
     """``$((…))``: never a program name, value unknown."""
 
@@ -87,7 +92,7 @@ class Arith:
 Part = Lit | Param | CmdSub | ProcSub | Arith
 
 
-@dataclass(frozen=True, slots=True)
+@dataclass(frozen=True)
 class Word:
     raw: str
     parts: tuple[Part, ...]
@@ -108,7 +113,7 @@ class Word:
         return "".join(out)
 
 
-@dataclass(frozen=True, slots=True)
+@dataclass(frozen=True)
 class Redirect:
     """``op`` is one of ``< > >> >| <> <& >& &> &>> << <<- <<<``.
 
@@ -123,7 +128,7 @@ class Redirect:
     quoted: bool = False
 
 
-@dataclass(frozen=True, slots=True)
+@dataclass(frozen=True)
 class Assign:
     name: str
     value: Word | None = None
@@ -132,7 +137,7 @@ class Assign:
     index: str | None = None
 
 
-@dataclass(frozen=True, slots=True)
+@dataclass(frozen=True)
 class Simple:
     """A simple command. ``words`` may be empty (assignment-only line).
 
@@ -147,13 +152,13 @@ class Simple:
     pos: tuple[int, int] = (0, 0)
 
 
-@dataclass(frozen=True, slots=True)
+@dataclass(frozen=True)
 class Pipeline:
     commands: tuple[Node, ...]
     negated: bool = False
 
 
-@dataclass(frozen=True, slots=True)
+@dataclass(frozen=True)
 class AndOr:
     """``a && b || c``: ``ops[i]`` joins ``items[i]`` and ``items[i+1]``."""
 
@@ -161,7 +166,7 @@ class AndOr:
     ops: tuple[str, ...]
 
 
-@dataclass(frozen=True, slots=True)
+@dataclass(frozen=True)
 class Sequence:
     """Commands separated by ``;``, ``&`` or newlines. ``background[i]`` for ``&``."""
 
@@ -169,7 +174,7 @@ class Sequence:
     background: tuple[bool, ...] = ()
 
 
-@dataclass(frozen=True, slots=True)
+@dataclass(frozen=True)
 class Subshell:
     """``( … )``: cwd, variable and alias changes do not escape."""
 
@@ -177,7 +182,7 @@ class Subshell:
     redirects: tuple[Redirect, ...] = ()
 
 
-@dataclass(frozen=True, slots=True)
+@dataclass(frozen=True)
 class Group:
     """``{ …; }``, and the bodies of if/while/until/for/select/case, lowered to one scope.
 
@@ -193,7 +198,7 @@ class Group:
     loop_var: str | None = None
 
 
-@dataclass(frozen=True, slots=True)
+@dataclass(frozen=True)
 class FunctionDef:
     name: str
     body: Node
@@ -203,7 +208,7 @@ class FunctionDef:
 Node = Simple | Pipeline | AndOr | Sequence | Subshell | Group | FunctionDef
 
 
-@dataclass(frozen=True, slots=True)
+@dataclass(frozen=True)
 class Script:
     """A parsed command. ``body`` is None for empty input or when nothing could be parsed.
 
@@ -220,7 +225,7 @@ class Script:
 # --------------------------------------------------------------------------- resolve layer
 
 
-@dataclass(frozen=True, slots=True)
+@dataclass(frozen=True)
 class Invocation:
     """One program the command would run.
 
@@ -253,7 +258,7 @@ class Invocation:
     facts: dict[str, Any] = field(default_factory=dict)
 
 
-@dataclass(frozen=True, slots=True)
+@dataclass(frozen=True)
 class Resolution:
     invocations: tuple[Invocation, ...]
     unresolved: tuple[str, ...] = ()
@@ -262,7 +267,7 @@ class Resolution:
 # --------------------------------------------------------------------------- classify layer
 
 
-@dataclass(frozen=True, slots=True)
+@dataclass(frozen=True)
 class Verdict:
     verdict: str  # "allow" | "refuse"
     category: str | None = None

@@ -57,3 +57,23 @@ def test_the_analysis_path_does_not_import_dataclasses_or_inspect() -> None:
             "print(sorted(m for m in ('dataclasses', 'inspect', 'yaml', 'bashlex') if m in sys.modules))")
     out = subprocess.run([sys.executable, "-c", code], capture_output=True, text=True, timeout=60)
     assert out.stdout.strip() == "[]", out.stdout + out.stderr
+
+
+@dataclass(frozen=True)
+class Plain:
+    x: int
+    y: int = 0
+
+
+def test_slots_true_gives_slots_and_keeps_the_rest() -> None:
+    """``slots=True`` records have no instance dict, and are still frozen, defaulted, equal and
+    hashable; records without it keep their dict."""
+    p = Point(1, 2)
+    assert Point.__slots__ == ("x", "y", "tags", "note") and not hasattr(p, "__dict__")
+    with pytest.raises(AttributeError):
+        p.tags = []  # type: ignore[misc]
+    with pytest.raises(AttributeError):
+        p.other = 1  # type: ignore[attr-defined]
+    assert (p.note, Point(1).y) == ("", 0) and p == Point(1, 2, note="x") and hash(Point(1, 2, ()))  # type: ignore[arg-type]
+    assert replace(p, x=5) == Point(5, 2) and repr(p) == "Point(x=1, y=2, tags=[])"
+    assert Plain(1).__dict__ == {"x": 1, "y": 0}

@@ -22,7 +22,7 @@ if TYPE_CHECKING:
     from typing import Any
 
 
-@dataclass(frozen=True)
+@dataclass(frozen=True, slots=True)
 class Spec:
     program: str
     subcommand: bool = True
@@ -137,7 +137,7 @@ def spec_for(program: str, specs: Mapping[str, Spec]) -> tuple[Spec | None, str]
     return spec, program
 
 
-@dataclass(frozen=True)
+@dataclass(frozen=True, slots=True)
 class Reading:
     """One invocation's argv as a spec reads it."""
 

@@ -42,7 +42,7 @@ _B64_EVAL = re.compile(
 _OPTION_LINE = re.compile(r"(?:shopt\s+-[su]\s+[\w-]+|set\s+[-+]o\s+[\w-]+|shopt\s+-[su]o?\s+[\w-]+)\s*;?\s*")
 
 
-@dataclass(frozen=True)
+@dataclass(frozen=True, slots=True)
 class Definitions:
     """What one sourced file does to the shell, in order: ``("function", name, source)`` and
     ``("code", text)`` items."""

@@ -12,7 +12,7 @@ from guard.ir import UNKNOWN
 from guard.record import dataclass, field
 
 
-@dataclass(frozen=True)
+@dataclass(frozen=True, slots=True)
 class Inner:
     via: str
     argv: tuple[str, ...] = ()

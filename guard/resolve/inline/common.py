@@ -26,7 +26,7 @@ UNK = Unknown()
 COMMAND_WORDS = ("git", "gh", "hub", "curl", "wget", "http", "https", "xh")
 
 
-@dataclass(frozen=True, slots=True)
+@dataclass(frozen=True)
 class Finding:
     kind: str  # "argv" | "shell" | "http" | "token" | "gitlib"
     argv: tuple[str, ...] = ()

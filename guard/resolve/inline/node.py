@@ -33,7 +33,7 @@ def _only_counted(n, q: str) -> bool:  # type: ignore[no-untyped-def]
     return prop is not None and prop.text == b"length"
 
 
-@dataclass(frozen=True, slots=True)
+@dataclass(frozen=True)
 class Ref:
     qual: str
     data: tuple = ()

@@ -31,19 +31,19 @@ MAX_TOKENS = 500_000
 MAX_FINDINGS = 1_000
 
 
-@dataclass(frozen=True, slots=True)
+@dataclass(frozen=True)
 class Tok:
     kind: str  # "str" | "cmd" | "words" | "word" | "var" | "op" | "num" | "nl"
     value: object
     line: int
 
 
-@dataclass(frozen=True, slots=True)
+@dataclass(frozen=True)
 class Var:
     name: str
 
 
-@dataclass(frozen=True, slots=True)
+@dataclass(frozen=True)
 class _JuliaCmd:
     """A Julia command literal (`` `git push` ``): a value, run only when handed to ``run`` & co."""
 

@@ -58,7 +58,7 @@ def _child_nodes(node: ast.AST) -> list[ast.AST]:
     return out
 
 
-@dataclass(frozen=True, slots=True)
+@dataclass(frozen=True)
 class Ref:
     """A module, function or object the analysis tracks by qualified name.
 
