@@ -159,27 +159,52 @@ def stamp(extra: tuple[str, ...], config_path: str | None) -> tuple | None:
     return tuple((f, *precheck.size_mtime(f)) for f in (*dirs, *files))
 
 
+_plan_paths: dict[tuple, str] = {}  # (layers, cache folder) -> plan file
+_plan_bytes: dict[tuple, bytes] = {}  # (stamp, plan) -> the plan file's bytes
+MEMO_MAX = 64
+
+
 def remember_plan(extra: tuple[str, ...], config_path: str | None, at: tuple | None, plan: precheck.Plan) -> None:
     """Store ``plan`` where ``precheck.current_plan`` finds it, for the rule files as they were at
     ``at`` (their ``stamp`` taken before the rule set was loaded, so an edit during the load
-    leaves a plan that no longer holds)."""
+    leaves a plan that no longer holds). The file is rewritten only when its bytes differ; they
+    and its name are computed once per process (the analysis server's workers inherit them), so
+    a request that finds the plan in place reads the file and no more."""
     import marshal
+
+    from guard.cachedir import cache_root
 
     if at is None:
         return
-    path = precheck.plan_file(extra, config_path)
-    data = (precheck.PLAN_FORMAT, at, tuple(sorted(plan.programs)), tuple(plan.watched))
+    where = (extra, config_path, cache_root())
+    path = _plan_paths.get(where)
+    if path is None:
+        path = _memo_put(_plan_paths, where, precheck.plan_file(extra, config_path))
+    what = (at, plan.programs, plan.watched)
+    data = _plan_bytes.get(what)
+    if data is None:
+        # format 0: no references or interned flags, whose use varies with the objects'
+        # sharing in each process, so every process writes the same plan as the same bytes
+        data = _memo_put(_plan_bytes, what, marshal.dumps(
+            (precheck.PLAN_FORMAT, at, tuple(sorted(plan.programs)), tuple(plan.watched)), 0))
     try:
         with open(path, "rb") as fh:
-            if marshal.loads(fh.read()) == data:
+            if fh.read() == data:
                 return
-    except (OSError, ValueError, EOFError, TypeError):
+    except OSError:
         pass
     try:
         os.makedirs(os.path.dirname(path), exist_ok=True)
         tmp = f"{path}.{os.getpid()}.tmp"
         with open(tmp, "wb") as fh:
-            fh.write(marshal.dumps(data))
+            fh.write(data)
         os.replace(tmp, path)
     except OSError:
         pass
+
+
+def _memo_put(memo: dict, key: tuple, value: Any) -> Any:
+    if len(memo) >= MEMO_MAX:
+        memo.clear()
+    memo[key] = value
+    return value

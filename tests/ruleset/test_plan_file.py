@@ -1,0 +1,58 @@
+"""The pre-check's plan file (``derived.remember_plan``): written as the same bytes by every
+process for the same plan, left alone when in place, rewritten when missing or different."""
+
+from __future__ import annotations
+
+import marshal
+import os
+import sys
+from pathlib import Path
+
+import pytest
+
+from guard import precheck
+from guard.ruleset import derived
+
+
+@pytest.fixture(autouse=True)
+def cache(monkeypatch: pytest.MonkeyPatch, tmp_path: Path) -> None:
+    monkeypatch.setenv("XDG_CACHE_HOME", str(tmp_path / "cache"))
+
+
+def _plan_path() -> Path:
+    return Path(precheck.plan_file((), None))
+
+
+def test_the_plan_is_written_once_and_left_alone_while_in_place(tmp_path: Path) -> None:
+    at = ((str(tmp_path / "rules.yaml"), 10, 10**18),)
+    plan = precheck.Plan(frozenset({"ls", "cat"}), ("git",))
+    derived.remember_plan((), None, at, plan)
+    path = _plan_path()
+    first = path.stat()
+    data = marshal.loads(path.read_bytes())
+    assert data == (precheck.PLAN_FORMAT, at, ("cat", "ls"), ("git",))
+    derived.remember_plan((), None, at, plan)
+    again = path.stat()
+    assert (again.st_ino, again.st_mtime_ns) == (first.st_ino, first.st_mtime_ns)
+    path.unlink()
+    derived.remember_plan((), None, at, plan)
+    assert marshal.loads(path.read_bytes()) == data
+
+
+def test_the_same_plan_is_the_same_bytes_whatever_objects_it_was_built_from(tmp_path: Path) -> None:
+    """marshal's default format marks shared and interned objects, which vary between processes:
+    another process's file for the same plan would otherwise look different and be rewritten
+    by each side in turn."""
+    name = str(tmp_path / "rules.yaml")
+    at = ((name, 10, 10**18), (name, 11, 10**18))  # the same string twice: a reference
+    plan = precheck.Plan(frozenset({sys.intern("git"), "ls"}), ("git",))
+    derived.remember_plan((), None, at, plan)
+    held = _plan_path().read_bytes()
+    copy = tuple((str(tmp_path) + "/rules.yaml", size, mtime) for _, size, mtime in at)
+    expected = (precheck.PLAN_FORMAT, copy, ("git", "ls"), ("git",))
+    assert held == marshal.dumps(expected, 0)
+    assert marshal.dumps(expected) != marshal.dumps((precheck.PLAN_FORMAT, at, ("git", "ls"), ("git",)))
+    os.utime(_plan_path(), ns=(1, 1))
+    derived._plan_bytes.clear()
+    derived.remember_plan((), None, copy, precheck.Plan(frozenset({"git", "ls"}), ("git",)))
+    assert _plan_path().stat().st_mtime_ns == 1  # in place: not rewritten
