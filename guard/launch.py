@@ -61,7 +61,7 @@ def original_environ() -> dict[bytes, bytes]:
     env: dict[bytes, bytes] = {}
     given = 0
     for item in raw.split(b"\0"):
-        if b"=" in item:
+        if b"=" in item[1:]:  # bash drops an entry with no name (`=x`); exec would refuse it
             k, v = item.split(b"=", 1)
             env.setdefault(k, v)
             given += 1
@@ -163,9 +163,10 @@ def exec_if_plain(args: "Sequence[str]") -> None:
     if type(direct) is int:
         posix._exit(direct)
     if direct is not None:
-        path, words, child_env = direct
+        from guard.simple_exec import execute
+
         try:  # bash's own last step; a failure (ENOEXEC, EACCES) is bash's to report
-            posix.execve(path, words, child_env)
+            execute(*direct)
         except OSError:
             pass
     try:

@@ -292,9 +292,11 @@ def launch(args: list[bytes], command: str | None, plain: bool = False, verdict:
         return direct  # type: ignore[return-value]
     if run is None:
         if direct is not None:  # the exec bash would make; a failed one is bash's to report
+            from guard.simple_exec import execute
+
             reset_signals()
             try:
-                posix.execve(direct[0], direct[1], direct[2])  # type: ignore[index]
+                execute(*direct)  # type: ignore[misc]
             except OSError:
                 pass
         return exec_real([shell, *args], env)
@@ -317,15 +319,15 @@ def launch(args: list[bytes], command: str | None, plain: bool = False, verdict:
 def _simple(args: list[bytes], command: str | None, env: dict[bytes, bytes], spawned: bool) -> object | None:
     """What ``guard.simple_exec`` says bash would do at once with ``-c command``: a status, the
     (path, argv, environment) of the exec it would make, or None (bash runs it). A program to
-    be spawned rather than exec'd must be one the kernel runs itself: an exec that fails with
-    ENOEXEC cannot be handed back to bash then."""
+    be spawned rather than exec'd must be one whose exec will not fail: a failed one cannot be
+    handed back to bash then."""
     if command is None or len(args) < 2 or args[0] != b"-c":
         return None
     try:
         from guard import launch, simple_exec
 
         found = simple_exec.target([sysenv.fsdecode(a) for a in args], command, env, launch.duplicated)
-        if spawned and type(found) is tuple and not simple_exec.starts_as_program(found[0]):
+        if spawned and type(found) is tuple and not simple_exec.kernel_runs(found[0]):
             return None
     except Exception:  # noqa: BLE001 - anything odd: bash runs it
         return None

@@ -30,6 +30,11 @@ Imports ``posix`` alone: it runs on the plain path, before anything else is load
 # plain path; annotations naming typing-only types are strings instead.
 import posix
 
+try:  # the C module: `signal` imports enum
+    import _signal as signal
+except ImportError:  # pragma: no cover - other Pythons
+    import signal  # type: ignore[no-redef]
+
 # bash's builtins and reserved words (bash 5.2's `compgen -b` and `compgen -k`); the test
 # checks the installed bash has no other
 BUILTINS = frozenset(
@@ -147,6 +152,8 @@ def target(
     if found is None:
         return None
     name = found[0]
+    if name.startswith("%"):  # bash runs `fg` for a word like %1
+        return None
     status = STATUS_BUILTINS.get(name)
     if status is not None:  # bash would still have read its environment
         return status if child_env(env, b"") is not None else None
@@ -162,17 +169,71 @@ def target(
     return program, [w.encode() for w in found], out
 
 
-def starts_as_program(path: bytes) -> bool:
-    """Whether the kernel itself runs the file at ``path`` (a ``#!`` line or an ELF header).
-    Another file fails its exec with ENOEXEC, and bash then runs it as a script of its own."""
+def execute(path: bytes, argv: "list[bytes]", env: "dict[bytes, bytes]") -> None:
+    """Make bash's exec: with SIGCHLD unblocked, as bash leaves it for what it runs. Raises
+    OSError when the exec fails (bash is then the one to run the command and report it)."""
+    signal.pthread_sigmask(signal.SIG_UNBLOCK, (signal.SIGCHLD,))
+    posix.execve(path, argv, env)
+
+
+def kernel_runs(path: bytes) -> bool:
+    """Whether an exec of ``path`` succeeds as far as a look at the file can tell: an ELF file
+    for this machine whose loader exists, or a ``#!`` line naming such a file. Any other exec
+    may fail (ENOEXEC, a missing interpreter or loader), and bash then reports that or runs the
+    file as a script itself, while an exec by PATH search (setpriv's ``execvp``) goes on to the
+    next PATH entry of the name, or hands the file to ``/bin/sh``."""
+    head = _head(path)
+    if head.startswith(b"#!"):
+        line, newline, _ = head[2:].partition(b"\n")
+        interpreter = line.replace(b"\t", b" ").strip(b" ").split(b" ", 1)[0]  # the kernel's split
+        if not newline or not interpreter.startswith(b"/"):
+            return False
+        return posix.access(interpreter, posix.X_OK, effective_ids=True) and _elf_runs(_head(interpreter))
+    return _elf_runs(head)
+
+
+def _head(path: bytes, size: int = 4096) -> bytes:
     try:
         fd = posix.open(path, posix.O_RDONLY | posix.O_CLOEXEC)
-    except OSError:
-        return False
+    except (OSError, ValueError):
+        return b""
     try:
-        head = posix.read(fd, 4)
+        return posix.read(fd, size)
     except OSError:
-        return False
+        return b""
     finally:
         posix.close(fd)
-    return head.startswith(b"#!") or head == b"\x7fELF"
+
+
+def _elf_runs(head: bytes) -> bool:
+    """An executable 64-bit little-endian ELF image of this machine (as ``/proc/self/exe``)
+    whose program interpreter, if it names one, exists."""
+    global _own
+    if _own is None:
+        _own = _head(b"/proc/self/exe", 64)
+    own = _own
+    if len(head) < 64 or head[:4] != b"\x7fELF" or own[4:6] != b"\x02\x01" or head[4:6] != own[4:6]:
+        return False
+    if head[18:20] != own[18:20] or head[16:18] not in (b"\x02\x00", b"\x03\x00"):  # e_machine; ET_EXEC/DYN
+        return False
+    phoff, phentsize, phnum = _u(head, 32, 8), _u(head, 54, 2), _u(head, 56, 2)
+    for i in range(phnum):
+        at = phoff + i * phentsize
+        if phentsize < 56 or at + 56 > len(head):
+            return False
+        if _u(head, at, 4) == 3:  # PT_INTERP
+            start, size = _u(head, at + 8, 8), _u(head, at + 32, 8)
+            if start + size > len(head):
+                return False
+            try:
+                posix.stat(head[start:start + size].rstrip(b"\0"))
+            except (OSError, ValueError):
+                return False
+    return True
+
+
+def _u(data: bytes, at: int, size: int) -> int:
+    return int.from_bytes(data[at:at + size], "little")
+
+
+_own: "bytes | None" = None

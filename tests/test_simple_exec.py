@@ -134,7 +134,7 @@ def test_path_search_is_bashs(tmp_path: Path, monkeypatch: pytest.MonkeyPatch) -
 
 @pytest.mark.parametrize("text", ["echo hi", "cd /tmp", "ls *", "ls ~", "ls $HOME", "a=1 ls", "ls 'x'",
                                   "ls; ls", "ls\nls", "time ls", "ls {a,b}", "./ls", "ls # c", "ls >f",
-                                  "[ -e f ]", "ls [ab]", "exec ls", "!ls"])
+                                  "[ -e f ]", "ls [ab]", "exec ls", "!ls", "%1", "%ls"])
 def test_anything_but_literal_words_naming_a_program_is_left_to_bash(text: str) -> None:
     assert simple_exec.target(["-c", text], text, dict(BASE), False) is None
 
@@ -265,3 +265,140 @@ def test_an_analysed_literal_command_starts_no_bash_and_dies_with_the_guard(tmp_
     (bindir / "hello").chmod(0o755)
     status, execs = _execs([shell, "-c", "hello"], {**env, "PATH": f"{bindir}:{env['PATH']}"}, tmp_path)
     assert status == 0 and BASH in execs, execs
+
+
+# --------------------------------------------------------------------------- what the kernel runs
+
+
+def _elf_copy(tmp_path: Path, name: str, patch: dict[int, bytes] | None = None) -> bytes:
+    data = bytearray(Path(shutil.which("true") or "/bin/true").read_bytes())
+    for at, value in (patch or {}).items():
+        data[at:at + len(value)] = value
+    path = tmp_path / name
+    path.write_bytes(bytes(data))
+    path.chmod(0o755)
+    return bytes(path)
+
+
+def _interpreter_at(path: bytes) -> int:
+    """Where the ELF file's PT_INTERP string starts."""
+    data = Path(os.fsdecode(path)).read_bytes()
+    phoff, phentsize, phnum = (int.from_bytes(data[a:a + n], "little") for a, n in ((32, 8), (54, 2), (56, 2)))
+    for i in range(phnum):
+        at = phoff + i * phentsize
+        if int.from_bytes(data[at:at + 4], "little") == 3:
+            return int.from_bytes(data[at + 8:at + 16], "little")
+    pytest.skip("true is a static binary here")
+
+
+def test_kernel_runs_only_what_its_exec_will_not_fail_on(tmp_path: Path) -> None:
+    good = _elf_copy(tmp_path, "good")
+    assert simple_exec.kernel_runs(good)
+    other_machine = _elf_copy(tmp_path, "arm", {18: (183).to_bytes(2, "little")})  # EM_AARCH64
+    assert not simple_exec.kernel_runs(other_machine)
+    at = _interpreter_at(good)
+    no_loader = _elf_copy(tmp_path, "noloader", {at: b"/nonexistent/ld.so\0"})
+    assert not simple_exec.kernel_runs(no_loader)
+    scripts = {"sh": b"#!/bin/sh\necho hi\n", "spaced": b"#! \t/bin/sh -e\necho hi\n",
+               "crlf": b"#!/bin/sh\r\necho hi\r\n", "gone": b"#!/nonexistent/python3\n", "relative": b"#!sh\n",
+               "nested": b"#!" + bytes(tmp_path / "sh") + b"\n", "bare": b"echo hi\n", "empty": b"",
+               "long": b"#!/bin/sh " + b"x" * 5000 + b"\n"}
+    for name, text in scripts.items():
+        (tmp_path / name).write_bytes(text)
+        (tmp_path / name).chmod(0o755)
+    assert [n for n in scripts if simple_exec.kernel_runs(bytes(tmp_path / n))] == ["sh", "spaced"]
+
+
+@pytest.mark.parametrize("broken", ["#!/nonexistent/python3\n", "#!/bin/sh\r\necho crlf\r\n", "elf-arm"])
+def test_an_analysed_command_whose_exec_fails_is_bashs_to_report(broken: str, tmp_path: Path) -> None:
+    """bash stops at the first executable file of the name and reports its failed exec; an
+    exec by PATH search would go on to the next one (a moved venv's pip running /usr/bin/pip)."""
+    env = _env(tmp_path)
+    first, second = tmp_path / "first", tmp_path / "second"
+    first.mkdir()
+    second.mkdir()
+    if broken == "elf-arm":
+        os.rename(_elf_copy(first, "tool", {18: (183).to_bytes(2, "little")}), first / "tool")
+    else:
+        (first / "tool").write_text(broken)
+    (first / "tool").chmod(0o755)
+    (second / "tool").write_text("#!/bin/sh\necho second tool ran\n")
+    (second / "tool").chmod(0o755)
+    env["PATH"] = f"{first}:{second}:{env['PATH']}"
+    ours = subprocess.run([_guard_shell(), "-c", "tool --version"], env=env, cwd=tmp_path, capture_output=True,
+                          timeout=60)
+    theirs = subprocess.run([BASH, "-c", "tool --version"], env=env, cwd=tmp_path, capture_output=True, timeout=60)
+    assert b"second tool" not in ours.stdout
+    assert (ours.returncode, ours.stdout) == (theirs.returncode, theirs.stdout)
+    assert theirs.stderr.strip() and theirs.stderr.strip() in ours.stderr
+
+
+def _blocked_and_ignored(argv: list[str], env: dict[str, str], cwd: Path) -> tuple[str, str]:
+    """SigBlk and SigIgn of the program argv runs, started with SIGCHLD, SIGUSR1 and SIGTERM
+    blocked."""
+    import signal
+
+    def block() -> None:
+        signal.pthread_sigmask(signal.SIG_BLOCK, {signal.SIGCHLD, signal.SIGUSR1, signal.SIGTERM})
+
+    p = subprocess.run(argv, env=env, cwd=cwd, capture_output=True, text=True, timeout=60, preexec_fn=block)
+    fields = dict(line.split(":\t", 1) for line in p.stdout.splitlines() if ":\t" in line)
+    return fields["SigBlk"], fields["SigIgn"]
+
+
+@pytest.mark.parametrize("name", ["cat", "tool"])  # the plain path; an analysed one under the relay
+def test_signals_blocked_and_ignored_are_what_bash_leaves(name: str, tmp_path: Path) -> None:
+    env = _env(tmp_path)
+    bindir = tmp_path / "bin"
+    bindir.mkdir()
+    shutil.copy(shutil.which("cat") or "/bin/cat", bindir / name)
+    env["PATH"] = f"{bindir}:{env['PATH']}"
+    (tmp_path / "st").symlink_to("/proc/self/status")
+    text = f"{name} st"
+    shell = _guard_shell()
+    subprocess.run([shell, "-c", "true"], env=env, cwd=tmp_path, check=True)
+    ours = _blocked_and_ignored([shell, "-c", text], env, tmp_path)
+    theirs = _blocked_and_ignored([BASH, "-c", text], env, tmp_path)
+    assert ours[0] == theirs[0]
+    if name == "cat":  # under the relay, glibc's posix_spawn leaves its own two signals ignored
+        assert ours[1] == theirs[1]
+
+
+def test_an_entry_with_no_name_is_dropped_as_bash_drops_it(tmp_path: Path) -> None:
+    """`=x` in the environment (execve allows it; Python's os.execve does not): guard-shell runs
+    the command as bash does instead of ending in a traceback."""
+    env = _env_as("ls", tmp_path, _env(tmp_path))
+    raw = [f"{k}={v}".encode() for k, v in env.items()] + [b"=nameless"]
+    code = ("import ctypes, sys; libc = ctypes.CDLL(None); e = [x.encode('latin-1') for x in sys.argv[3:]]; "
+            "a = (ctypes.c_char_p * 4)(sys.argv[1].encode(), b'-c', sys.argv[2].encode(), None); "
+            "libc.execve(a[0], a, (ctypes.c_char_p * (len(e) + 1))(*e, None)); sys.exit(99)")
+    results = []
+    for shell in (_guard_shell(), BASH):
+        for text in ("ls -0", "env -0"):  # the plain path, the analysed one
+            argv = [sys_executable(), "-c", code, shell, text, *(r.decode("latin-1") for r in raw)]
+            p = subprocess.run(argv, cwd=tmp_path, capture_output=True, timeout=60)
+            assert p.returncode == 0 and b"Traceback" not in p.stderr, p.stderr
+            results.append(sorted(x for x in p.stdout.split(b"\0") if not x.startswith(b"GUARD_ANNOTATING=")))
+    assert results[:2] == results[2:]
+
+
+def sys_executable() -> str:
+    import sys
+
+    return sys.executable
+
+
+def test_an_ignored_sigchld_does_not_lose_the_status(tmp_path: Path) -> None:
+    """With SIGCHLD ignored the kernel reaps children unseen; the relay still reports the
+    command's own status."""
+    import signal
+
+    env = _env(tmp_path)
+
+    def ignore() -> None:
+        signal.signal(signal.SIGCHLD, signal.SIG_IGN)
+
+    for text in ("env false", "x=1; env false"):
+        p = subprocess.run([_guard_shell(), "-c", text], env=env, cwd=tmp_path, capture_output=True, timeout=60,
+                           preexec_fn=ignore)
+        assert p.returncode == 1, (text, p.stderr)

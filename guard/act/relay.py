@@ -320,6 +320,9 @@ def _run(
             rfd, wfd = _open_pty()
         else:
             rfd, wfd = posix.pipe()  # enlarged to PIPE_SIZE once the command fills it (_relay)
+    if signal.getsignal(signal.SIGCHLD) == signal.SIG_IGN:
+        # inherited ignored, it would have the kernel reap the child unseen: its status lost
+        signal.signal(signal.SIGCHLD, signal.SIG_DFL)
     fwd = _Forwarder(tty_fd=rfd if tty else -1)
     fwd.block()
     try:
@@ -330,7 +333,9 @@ def _run(
                 spawn_argv,
                 env,
                 file_actions=file_actions,
-                setsigmask=fwd.original_mask,
+                # bash unblocks SIGCHLD before it execs a program, so a program run in its
+                # place gets it unblocked
+                setsigmask=fwd.original_mask - {signal.SIGCHLD} if exec_path else fwd.original_mask,
                 setsigdef=(signal.SIGPIPE, signal.SIGXFSZ),
             )
         except OSError as e:
