@@ -505,6 +505,28 @@ def test_a_rule_file_the_watch_vouches_for_edited_between_two_requests_is_seen_b
     assert (ask("frub x", "/tmp", env) or (b"",))[0] == b"refuse"
 
 
+def _descriptors(pid: int) -> list[str]:
+    return sorted(os.readlink(f"/proc/{pid}/fd/{fd}") for fd in os.listdir(f"/proc/{pid}/fd"))
+
+
+def test_the_servers_descriptors_stay_flat_over_many_edits_and_watches(sock: str, tmp_path: Path) -> None:
+    """Each edit makes the server set up a new watch and each worker gets a mounts descriptor of
+    its own: none of them is left open in the server."""
+    mine, rule, old, env = _settled_rule_file(tmp_path)
+    log = tmp_path / "vouched.log"
+    proc = start_server(sock, patch=_recording(log))
+    assert (ask("frob x", "/tmp", env) or (b"",))[0] == b"refuse"
+    assert wait_for(lambda: log.exists() and len(log.read_text().splitlines()) == 2)
+    before = _descriptors(proc.pid)
+    for i in range(12):
+        name = ("frab", "frub")[i % 2]
+        mine.write_text(rule % name)
+        ask("true", "/tmp", env)  # the worker forked before the edit
+        assert (ask(f"{name} x", "/tmp", env) or (b"",))[0] == b"refuse"
+    assert wait_for(lambda: _descriptors(proc.pid) == before), (before, _descriptors(proc.pid))
+    assert sum(str(mine) in line for line in log.read_text().splitlines()) > 12  # vouched workers
+
+
 def test_a_mount_over_the_rule_folder_between_requests_is_seen_by_the_next(sock: str, tmp_path: Path) -> None:
     """A mount changes what a rule path names without any event on the watched files (they are
     still there, under it): the workers' mount poll sees it."""
