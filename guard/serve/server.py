@@ -106,6 +106,7 @@ def warm_up() -> None:
     from guard.audit import log
     from guard.context import Context
     from guard.engine import analyze
+    from guard.ruleset import load
 
     ctx = Context.from_environ(cwd="/", env=_warm_env(), trees=("/nonexistent",))
     for command in WARM_UP:
@@ -113,6 +114,8 @@ def warm_up() -> None:
             analyze(command, ctx)
         except Exception:  # noqa: BLE001 - a warm-up failure only costs speed
             pass
+    rs = load.load_for(ctx)
+    _warmed[id(rs)] = rs
     hostwrap.unwrap(WRAPPED)
     # a refusal's audit record, not written: its redaction patterns compile once, here
     log.build_record("refusal", "curl -u me:pw https://x:y@h -H 'Authorization: Bearer abcdefgh123'",
@@ -313,6 +316,8 @@ def _learn_afresh(tried: dict[tuple, float]) -> bool:
         try:
             kept = load.settle(*key)
             learned = True
+            if kept:
+                _warm_layering(key)
         except Exception:  # noqa: BLE001 - only speed is at stake
             kept = False
         settled = settled or kept
@@ -321,6 +326,35 @@ def _learn_afresh(tried: dict[tuple, float]) -> bool:
         forget()
         gc.freeze()  # what was learned is shared with the workers, not walked by their collector
     return settled
+
+
+_warmed: dict[int, object] = {}  # id -> rule set: the sets the warm-up commands ran with
+WARMED_MAX = 16
+
+
+def _warm_layering(key: tuple) -> None:
+    """Run the warm-up commands once with the rule set now in effect for this layering (a
+    learned one, or one read afresh that changed), so what the stages build from a set on
+    first use (each program's candidate rules, their compiled conditions, the program specs)
+    is built here, for every worker, rather than in each request (a million instructions)."""
+    from guard.context import Context
+    from guard.engine import analyze
+    from guard.ruleset import load
+
+    rule_paths, config_path = key
+    env = {**_warm_env(), **({"GUARD_CONFIG": config_path} if config_path else {})}
+    ctx = Context.from_environ(cwd="/", env=env, trees=("/nonexistent",), rule_paths=rule_paths)
+    rs = load.load_for(ctx)
+    if _warmed.get(id(rs)) is rs:
+        return
+    for command in WARM_UP:
+        try:
+            analyze(command, ctx)
+        except Exception:  # noqa: BLE001 - a warm-up failure only costs speed
+            pass
+    if len(_warmed) >= WARMED_MAX:
+        _warmed.clear()
+    _warmed[id(rs)] = rs
 
 
 def _die_with(parent: int) -> None:
@@ -439,6 +473,7 @@ def _vouch(w: Watch, files: list[str], stamp: tuple[tuple[int, int], ...]) -> Vo
         try:
             if load.settle(*key, afresh=True):  # read, not taken on its stamp: an edit may keep it
                 kept.append(key)
+                _warm_layering(key)
         except Exception:  # noqa: BLE001 - not vouched for: its workers stamp it themselves
             pass
     now = load.stamped_paths()
