@@ -34,6 +34,8 @@ def join(cwd: str, path: str, home: str = "/root") -> str:
 
 def normalise(path: str) -> str:
     """Collapse ``.``, ``..`` and duplicate slashes. Components holding UNKNOWN are kept as-is."""
+    if path[:1] == "/" and "//" not in path and "/." not in path and path[-1:] != "/":
+        return path  # no empty, ``.`` or ``..`` component: already normal (most paths)
     out: list[str] = []
     for comp in path.split("/"):
         if comp in ("", "."):

@@ -53,7 +53,7 @@ def sed_commands(argv: tuple[str, ...], stdin: str | None) -> list[tuple[str, st
                 else:
                     out.append(("sed e", None))
                 continue
-            s = _subst(line)
+            s = _subst(line) if _may_flag_e(line) else None
             if s is None or "e" not in s[3]:
                 continue
             out.extend(("sed s///e", cmd) for cmd in _subst_runs(s, lines, ere))
@@ -142,6 +142,20 @@ def _addressed(lines: list[str], a1: str | None, a2: str | None, negate: bool) -
         if sel != negate:
             picked.append(text)
     return picked
+
+
+def _may_flag_e(line: str) -> bool:
+    """False when ``line`` is no ``s`` command with an ``e`` among its flags, told without
+    ``_subst``'s walk over every character (most s commands: s/foo/bar/g). The flags follow the
+    second unescaped delimiter after the first, which is no earlier than the second occurrence
+    of the delimiter's character."""
+    m = _SUBST.match(line)
+    if not m:
+        return False
+    delim = m.group(2)
+    k = line.find(delim, m.end())
+    k = line.find(delim, k + 1) if k >= 0 else -1
+    return k >= 0 and "e" in line[k + 1 :]
 
 
 def _subst(line: str) -> tuple[str | None, str, str, str] | None:

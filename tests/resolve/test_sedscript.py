@@ -86,3 +86,24 @@ def test_e_needs_no_blank_before_its_command(tmp_path) -> None:
     assert out.stdout == "RAN\n"
     assert sed_commands(("sed", "-n", "1e./q.sh", "data.txt"), None) == [("sed e", "./q.sh")]
     assert sed_commands(("sed", "-n", "1e ./q.sh", "data.txt"), None) == [("sed e", "./q.sh")]
+
+
+def test_the_flag_precheck_changes_no_answer(monkeypatch: pytest.MonkeyPatch) -> None:
+    """``_may_flag_e`` only skips s commands whose flags hold no e: every generated s command
+    (delimiters, escaped delimiters, e among the flags or in the text) gets the same answer with
+    the full parse of every line."""
+    import itertools
+
+    import guard.resolve.sedscript as sedscript
+
+    scripts = []
+    for d, regex, repl, flags in itertools.product("/|e#", ["a", "x\\/y", "e", "\\e", "a\\|b"],
+                                                   ["b", "echo hi", "\\n", "e"], ["", "g", "e", "ge", "2e", "w"]):
+        scripts.append(f"s{d}{regex}{d}{repl}{d}{flags}")
+        scripts.append(f"1s{d}{regex}{d}{repl}{d}{flags};p")
+    stdins = [None, "echo one\nline two\n"]
+    fast = [sed_commands(("sed", "-e", s), i) for s in scripts for i in stdins]
+    monkeypatch.setattr(sedscript, "_may_flag_e", lambda line: True)
+    full = [sed_commands(("sed", "-e", s), i) for s in scripts for i in stdins]
+    assert fast == full
+    assert sum(bool(x) for x in full) > 50  # some of them run something
