@@ -40,9 +40,10 @@ from guard.audit.read import Loaded, Record, files_under, records_in_line
 DEFAULT_MEMORY = "300MB"
 PIECE = 64 * 1024 * 1024  # bytes of log DuckDB reads as one value
 # Up to this much log the records are held in an in-memory database (writing a database file
-# costs about 1.5 s of CPU a million records); past it, in a file in the work directory, whose
-# pages are compressed as they are written and can always be written out when memory_limit is
-# reached (ten million records: about 430 MB peak RSS at the default memory_limit).
+# costs CPU); past it, in a file in the work directory, whose pages can always be written out
+# when memory_limit is reached (ten million records: about 460 MB peak RSS at the default
+# memory_limit). An in-memory database spills too, but at ten million records its report's
+# queries, reading the spilled pages back, cost more than the file saves.
 MEMORY_DB_BYTES = 512 * 1024 * 1024
 _FIELDS = ("id", "ts", "verdict", "kind", "rule", "category", "agent", "thread", "command", "role")
 _STRING_FIELDS = _FIELDS[2:]
@@ -158,6 +159,11 @@ class DuckEngine:
                     "temp_directory": os.path.join(self._dir, "spill"),
                     "preserve_insertion_order": False,
                     "threads": self._threads,
+                    # Compressing the pages as they are written costs about a fifth of
+                    # reading a large log (measured: 2 s of CPU a million records); stored
+                    # as they are, they take about 4x the disk (210 MB a million records)
+                    # in the work directory, which is removed at the end.
+                    **({} if small else {"force_compression": "uncompressed"}),
                 },
             )
             self.con.execute(_MACROS)
@@ -705,7 +711,7 @@ def _mask(text: str) -> str:
 
 
 def _unmask(text: str) -> str:
-    if not isinstance(text, str):
+    if not isinstance(text, str) or text.isascii():  # isascii: a flag CPython keeps, no scan
         return text
     return _MASKED.sub(lambda m: chr(ord(m.group(0)) - 0x100000 + 0xD800), text)
 

@@ -56,21 +56,41 @@ def normalise_command(command: str, depth: int = 0, specs: Mapping[str, Any] | N
         return _normalise(command, depth, specs)
     known = _AFTER.get(head)
     if known is None or known[0] is not specs:
-        known = (specs, _state_after(head, specs))
+        state = _state_after(head, specs)
+        known = (specs, state, None if state is None else _folded_result(*state))
         if len(_AFTER) >= _AFTER_MAX:
             _AFTER.clear()
         _AFTER[head] = known
-    state = known[1]
+    _, state, folded = known
     if state is None:
         return _normalise(command, depth, specs)
     parts, words = state
+    if folded is not None and (words.pending == "value" or not _kept_alone(words, last)):
+        return folded
     return " ".join([*parts, words.result_with(last)])
+
+
+def _kept_alone(words: _Words, last: str) -> bool:
+    """Whether a simple last word read after ``words`` is kept in the form (a flag, a subcommand
+    or action, an argument kept as it is), rather than folded into ``…``: what ``_Words.feed``
+    decides for a word with no quote, backslash or slash (never a URL)."""
+    return last[0] == "-" or bool(words.allowed and _BARE.match(last)) or bool(_KEEP_ARG.match(last))
+
+
+def _folded_result(parts: list[str], words: _Words) -> str | None:
+    """The form of every command made of these words and one simple last word that folds into
+    ``…`` (the same string whatever the word), or None when the last word decides (a ``-c``
+    script, or a program whose first argument is kept). A fleet's commands differ mostly in such
+    a word (a branch, a file): most are then folded by a lookup."""
+    if words.pending == "script" or (words.pending is None and words.keep_first):
+        return None
+    return " ".join([*parts, words.result_with("0")])
 
 
 # A last word read on its own: nothing in it joins it to the words before (quotes, a backslash,
 # an operator) or makes it a script.
 _SIMPLE_WORD = re.compile(r"[A-Za-z0-9_.,:@%+=^-]+")
-_AFTER: dict[str, tuple[Mapping[str, Any], tuple[list[str], _Words] | None]] = {}
+_AFTER: dict[str, tuple[Mapping[str, Any], tuple[list[str], _Words] | None, str | None]] = {}
 _AFTER_MAX = 100_000
 
 

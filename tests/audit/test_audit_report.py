@@ -352,6 +352,32 @@ def test_normalise_command_reads_each_last_word_after_the_same_first_words(comma
         assert [report.normalise_command(c) for c, _ in order] == [n for _, n in order]
 
 
+HEADS = [
+    "git", "git push", "git push origin", "git -C /w", "git commit -m", "git remote", "git remote add",
+    "npm", "npm run", "npm --prefix", "curl -X", "curl -X POST https://api.github.com/x -d", "grep", "grep -rn",
+    "sh -c", "bash -c 'git push'", "env | grep -i", "A=1", "A=1 git", "git status &&", "printenv", "gh pr",
+    "gh pr create --title", "cat", "cat ~/.git-credentials", "time", "if",
+]  # fmt: skip
+LAST_WORDS = ["feat-1", "fix-2", "0", "x", "push", "add", "-f", "--force", "--data=x", "-c", "TOKEN", "GET", "AB",
+              "GH_TOKEN", "a=1", "a:b", "v1.2", "x@y", "%s", "+x", "^x", "DELETE", "Push"]  # fmt: skip
+
+
+def test_normalise_command_folds_each_simple_last_word_as_the_full_reading_does() -> None:
+    """The folded form kept for the first words of a command (the same for every last word
+    that folds into …) is what reading the whole command gives, for flags, subcommands, kept
+    arguments and folded ones alike."""
+    from guard.audit import normalise
+    from guard.audit.ruleset import program_specs
+
+    specs = program_specs()
+    normalise._AFTER.clear()
+    for head in HEADS:
+        for last in LAST_WORDS:
+            command = f"{head} {last}"
+            assert report.normalise_command(command) == normalise._normalise(command, 0, specs), command
+    assert any(known[2] is not None for known in normalise._AFTER.values())  # the lookup was used
+
+
 def test_normalise_command_keeps_the_words_read_per_rule_set() -> None:
     """The same first words under another rule set's specs are read again."""
     from guard.audit.ruleset import program_specs
