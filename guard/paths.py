@@ -36,6 +36,11 @@ def normalise(path: str) -> str:
     """Collapse ``.``, ``..`` and duplicate slashes. Components holding UNKNOWN are kept as-is."""
     if path[:1] == "/" and "//" not in path and "/." not in path and path[-1:] != "/":
         return path  # no empty, ``.`` or ``..`` component: already normal (most paths)
+    return fold(path)
+
+
+def fold(path: str) -> str:
+    """``normalise`` the long way: component by component, whatever the path."""
     out: list[str] = []
     for comp in path.split("/"):
         if comp in ("", "."):
