@@ -8,7 +8,7 @@ launcher, the client and ``_socket``, connecting, checking the listener (``SO_PE
 three ``/proc`` stats), waiting for a worker to take the connection (``READY``), sending the
 request and reading the reply (the worker's analysis). guard-shell imports ``guard.shell`` and
 the relay while the worker analyses, so only the longer of the two counts; then the relay:
-running ``bash -c true`` under it (``setpriv`` included) against running it directly. The sum
+running ``bash -c true`` under it (its start of the child included) against running it directly. The sum
 along that critical path is printed beside the whole ``guard-shell -c`` against ``bash -c``.
 The parse-heavy command of the issue is the one asked.
 """
@@ -129,7 +129,7 @@ def main() -> None:
     under = _med(lambda: relay.run(["/bin/bash", "-c", "true"], dict(os.environ, GUARD_ANNOTATING="")), runs)
     plain = _med(lambda: subprocess.run(["/bin/bash", "-c", "true"]), runs)
     rows.append(("bash -c true spawned by Python, waited for", plain))
-    rows.append(("the same under the relay (setpriv, pipes, threads)", under))
+    rows.append(("the same under the relay (its spawn, pipes, threads)", under))
     rows.append(("  of which the relay's own start", under - plain))
     sent = launcher + client_cost + sum(statistics.median(steps[k]) for k in
                                                        ("connect", "peer check", "worker takes it (READY)"))

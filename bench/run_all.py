@@ -12,7 +12,7 @@ Each prints its figures beside the baseline measured in the same run, and the ta
   interpreter): plain commands over the floor (target <= 1 ms), analysed ones over bash plus the
   floor (target <= 4 ms), with the analysis server and without it; peak RSS;
 - path_profile: the analysed path step by step (imports, connect, peer check, worker hand-off,
-  analysis and reply, the relay's start with setpriv);
+  analysis and reply, the relay's start);
 - worker_bench: a server worker's CPU time per request (package check, emptying caches, the
   decision), beside ``--baseline DIR``'s;
 - load_bench: 64 shells at once against one server: p50/p99 added latency (target p99 <= 3x

@@ -16,7 +16,8 @@ try:  # the C module: `signal` itself imports enum (~3 ms), paid on every comman
 except ImportError:  # pragma: no cover - other Pythons
     import signal  # type: ignore[no-redef]
 
-from guard import sysenv
+from guard import launch as launcher
+from guard import simple_exec, sysenv
 from guard.launch import original_environ, reset_signals
 
 TYPE_CHECKING = False
@@ -292,11 +293,9 @@ def launch(args: list[bytes], command: str | None, plain: bool = False, verdict:
         return direct  # type: ignore[return-value]
     if run is None:
         if direct is not None:  # the exec bash would make; a failed one is bash's to report
-            from guard.simple_exec import execute
-
             reset_signals()
             try:
-                execute(*direct)  # type: ignore[misc]
+                simple_exec.execute(*direct)  # type: ignore[misc]
             except OSError:
                 pass
         return exec_real([shell, *args], env)
@@ -324,9 +323,7 @@ def _simple(args: list[bytes], command: str | None, env: dict[bytes, bytes], spa
     if command is None or len(args) < 2 or args[0] != b"-c":
         return None
     try:
-        from guard import launch, simple_exec
-
-        found = simple_exec.target([sysenv.fsdecode(a) for a in args], command, env, launch.duplicated)
+        found = simple_exec.target([sysenv.fsdecode(a) for a in args], command, env, launcher.duplicated)
         if spawned and type(found) is tuple and not simple_exec.kernel_runs(found[0]):
             return None
     except Exception:  # noqa: BLE001 - anything odd: bash runs it

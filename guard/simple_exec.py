@@ -180,8 +180,9 @@ def kernel_runs(path: bytes) -> bool:
     """Whether an exec of ``path`` succeeds as far as a look at the file can tell: an ELF file
     for this machine whose loader exists, or a ``#!`` line naming such a file. Any other exec
     may fail (ENOEXEC, a missing interpreter or loader), and bash then reports that or runs the
-    file as a script itself, while an exec by PATH search (setpriv's ``execvp``) goes on to the
-    next PATH entry of the name, or hands the file to ``/bin/sh``."""
+    file as a script itself, while the relay's spawn would report the failure in its own words
+    (``guard._spawn``) or, by setpriv's PATH search (``execvp``), go on to the next PATH entry of
+    the name or hand the file to ``/bin/sh``."""
     head = _head(path)
     if head.startswith(b"#!"):
         line, newline, _ = head[2:].partition(b"\n")

@@ -3,10 +3,12 @@ are what bash execs, for every variable bash knows; and guard-shell then starts 
 
 from __future__ import annotations
 
+import importlib.util
 import os
 import shutil
 import stat
 import subprocess
+import sys
 from pathlib import Path
 
 import pytest
@@ -257,7 +259,16 @@ def test_an_analysed_literal_command_starts_no_bash_and_dies_with_the_guard(tmp_
     env = _env(tmp_path)
     shell = _guard_shell()
     status, execs = _execs([shell, "-c", "env true"], env, tmp_path)
-    assert status == 0 and BASH not in execs and shutil.which("setpriv") in execs, execs
+    assert status == 0 and BASH not in execs, execs
+    # the program dies with the guard: guard._spawn starts it with PR_SET_PDEATHSIG itself, or
+    # setpriv does where the extension was not built
+    assert (shutil.which("setpriv") in execs) == (importlib.util.find_spec("guard._spawn") is None), execs
+    report = tmp_path / "deathsig"
+    report.write_text(f"#!{sys.executable} -IS\nimport ctypes, sys\nv = ctypes.c_int()\n"
+                      "ctypes.CDLL(None).prctl(2, ctypes.byref(v))\nsys.stderr.write(f'deathsig={v.value}\\n')\n")
+    report.chmod(0o755)
+    got = subprocess.run([shell, "-c", f"env {report}"], env=env, cwd=tmp_path, capture_output=True, text=True, timeout=60)
+    assert (got.returncode, got.stderr) == (0, "deathsig=9\n")
     # a script with no #! line would be run by setpriv's execvp with /bin/sh: bash runs it instead
     bindir = tmp_path / "bin"
     bindir.mkdir()

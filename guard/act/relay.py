@@ -50,6 +50,11 @@ import sys
 
 from guard import sysenv
 
+try:  # built from guard/_spawn.c; imported with this module, while the analysis server works
+    from guard import _spawn
+except ImportError:  # no C compiler at install: setpriv starts the child instead
+    _spawn = None  # type: ignore[assignment]
+
 try:  # the C module: `signal` imports enum (~3-4 ms), and this runs on every analysed command
     import _signal as signal
 except ImportError:  # pragma: no cover - other Pythons
@@ -154,7 +159,7 @@ def annotates(nested: bool, target: str | None = None) -> bool:
     """Whether ``run`` relays and annotates stderr: not under a guard that already does
     (``nested``: the marker is set) nor when stderr is /dev/null or closed (``target``, default
     this process's stderr). When it does not, the child simply inherits stderr, and exec'ing it
-    instead is the same run, one process and the ``setpriv`` start fewer."""
+    instead is the same run, one process fewer."""
     return not nested and (target or stderr_target()) not in ("null", "closed")
 
 
@@ -229,8 +234,15 @@ def _stderr_usable() -> bool:
         return False
 
 
+def _native_spawn() -> "Callable[..., int] | None":
+    """``guard._spawn.spawn`` (a child that dies with the guard, started in one step), or None
+    where the extension was not built."""
+    return None if _spawn is None else _spawn.spawn
+
+
 def _pdeathsig_wrapper() -> str | None:
-    """util-linux's setpriv, when the machine has it (Python has no prctl of its own)."""
+    """util-linux's setpriv, when the machine has it and ``guard._spawn`` was not built (Python
+    has no prctl of its own)."""
     for cand in ("/usr/bin/setpriv", "/bin/setpriv"):
         if posix.access(cand, posix.X_OK):
             return cand
@@ -302,12 +314,14 @@ def _run(
         _err(f"{argv[0]}: command not found")
         return 127, 0
     spawn_path, spawn_argv = path, argv
-    reaper = _pdeathsig_wrapper()
+    # The program dies with the guard, as it would if the guard had exec'd it: a SIGKILL to the
+    # guard must not leave the real shell running on. guard._spawn asks for that itself
+    native = _native_spawn()
+    reaper = None if native else _pdeathsig_wrapper()
     if reaper and (argv[0] == path or exec_path):
-        # The program dies with the guard, as it would if the guard had exec'd it: a SIGKILL to
-        # the guard must not leave the real shell running on (setpriv sets PR_SET_PDEATHSIG,
-        # which survives its exec of the program; the program's argv is unchanged: setpriv's
-        # PATH search finds the ``exec_path`` the real shell's search found).
+        # (setpriv sets PR_SET_PDEATHSIG, which survives its exec of the program; the program's
+        # argv is unchanged: setpriv's PATH search finds the ``exec_path`` the real shell's
+        # search found).
         spawn_path, spawn_argv = reaper, [reaper, "--pdeathsig", "KILL", "--", *argv]
     relay = sink_factory is not None and _stderr_usable()
     tty = relay and posix.isatty(2)
@@ -326,18 +340,30 @@ def _run(
     fwd = _Forwarder(tty_fd=rfd if tty else -1)
     fwd.block()
     try:
-        file_actions = [(posix.POSIX_SPAWN_DUP2, wfd, 2)] if relay else []
+        # bash unblocks SIGCHLD before it execs a program, so a program run in its place gets
+        # it unblocked
+        mask = fwd.original_mask - {signal.SIGCHLD} if exec_path else fwd.original_mask
         try:
-            pid = posix.posix_spawn(
-                spawn_path,
-                spawn_argv,
-                env,
-                file_actions=file_actions,
-                # bash unblocks SIGCHLD before it execs a program, so a program run in its
-                # place gets it unblocked
-                setsigmask=fwd.original_mask - {signal.SIGCHLD} if exec_path else fwd.original_mask,
-                setsigdef=(signal.SIGPIPE, signal.SIGXFSZ),
-            )
+            if native is not None:
+                enc = sysenv.fsencode
+                pid = native(
+                    enc(path),
+                    [enc(a) for a in argv],
+                    [enc(k) + b"=" + enc(v) for k, v in env.items()],
+                    wfd if relay else -1,
+                    sorted(mask),
+                    (signal.SIGPIPE, signal.SIGXFSZ),
+                    signal.SIGKILL,
+                )
+            else:
+                pid = posix.posix_spawn(
+                    spawn_path,
+                    spawn_argv,
+                    env,
+                    file_actions=[(posix.POSIX_SPAWN_DUP2, wfd, 2)] if relay else [],
+                    setsigmask=mask,
+                    setsigdef=(signal.SIGPIPE, signal.SIGXFSZ),
+                )
         except OSError as e:
             _err(f"{argv[0]}: {e.strerror or e}")
             return (127 if isinstance(e, FileNotFoundError) else 126), 0
