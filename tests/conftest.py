@@ -3,6 +3,7 @@
 from __future__ import annotations
 
 import os
+import signal
 import sys
 from collections.abc import Iterator
 from pathlib import Path
@@ -12,6 +13,18 @@ import pytest
 REPO = Path(__file__).resolve().parents[1]
 SHARED = Path(os.environ.get("GUARD_SHARED") or REPO.parent / "shared")
 BIN = Path(sys.executable).parent
+
+
+def pytest_configure(config: pytest.Config) -> None:
+    """Run the tests with SIGINT and SIGQUIT at their defaults, as a terminal gives them.
+
+    A runner started as a background job of a non-interactive shell (a CI script's `cmd &`) has
+    both ignored, and every process a test starts would inherit that: the Ctrl-C tests would
+    then see guard keep an ignored SIGINT ignored, as bash does, instead of what they test."""
+    if signal.getsignal(signal.SIGINT) == signal.SIG_IGN:
+        signal.signal(signal.SIGINT, signal.default_int_handler)
+    if signal.getsignal(signal.SIGQUIT) == signal.SIG_IGN:
+        signal.signal(signal.SIGQUIT, signal.SIG_DFL)
 
 
 @pytest.fixture(scope="session")
