@@ -10,7 +10,10 @@ that need the analysis (the parse-heavy one of the issue, five git commands on a
 repository, ``python -c``, git writing to stderr, a command in the form Claude Code sends,
 sourcing a 90 KB shell snapshot, and one git command of literal words, which runs without bash)
 are measured *over bash plus the floor* (target: at most 4 ms), with the analysis server (the default) and without it (GUARD_SERVER=0). Runs alternate
-floor, bash and guard-shell so drift hits all alike; medians. Also prints the peak RSS of ``guard-shell -c true`` (the guard and the
+floor, bash and guard-shell so drift hits all alike; medians. For the analysed commands a second
+table gives CPU time, which moves far less with the machine's load: guard-shell's process tree
+(the real shell included, from wait4), plus the analysis server's share (its own CPU and its
+reaped workers', from /proc, in clock ticks: read it over many runs), over bash's and the floor's. Also prints the peak RSS of ``guard-shell -c true`` (the guard and the
 real shell it runs, from wait4) next to bash's, and the modules the hot path imports. Asserts
 nothing. ``--shell`` benchmarks another guard-shell (by default the one next to this Python);
 ``--baseline`` measures a second one in the same alternating runs.
@@ -36,12 +39,35 @@ def _guard_shell() -> str:
     return str(cand) if cand.exists() else (shutil.which("guard-shell") or "guard-shell")
 
 
-def _once(argv: list[str], cwd: str, env: dict[str, str]) -> tuple[float, int, int]:
-    """Wall seconds, exit status and peak RSS (KiB) of one run."""
+def _once(argv: list[str], cwd: str, env: dict[str, str]) -> tuple[float, int, int, float]:
+    """Wall seconds, exit status, peak RSS (KiB) and CPU seconds (user and system, of the
+    process and the children it waited for) of one run."""
     t = time.perf_counter()
     pid = _spawn(argv, cwd, env)
     _, status, usage = os.wait4(pid, 0)
-    return time.perf_counter() - t, os.waitstatus_to_exitcode(status), usage.ru_maxrss
+    return (time.perf_counter() - t, os.waitstatus_to_exitcode(status), usage.ru_maxrss,
+            usage.ru_utime + usage.ru_stime)
+
+
+def _server_cpu(shell: str) -> float:
+    """CPU seconds so far of the analysis servers ``shell``'s interpreter runs: each server's own
+    and that of the workers it has reaped (a worker serves one request and exits)."""
+    interp = _interpreter(shell).encode()
+    ticks = os.sysconf("SC_CLK_TCK")
+    procs: dict[int, tuple[int, float]] = {}
+    for name in os.listdir("/proc"):
+        if not name.isdigit():
+            continue
+        try:
+            with open(f"/proc/{name}/cmdline", "rb") as fh:
+                argv = fh.read().split(b"\0")
+            with open(f"/proc/{name}/stat") as fh:
+                fields = fh.read().rsplit(")", 1)[1].split()
+        except OSError:
+            continue
+        if argv[0] == interp and b"guard.serve.server" in argv:
+            procs[int(name)] = (int(fields[1]), sum(int(f) for f in fields[11:15]) / ticks)
+    return sum(cpu for ppid, cpu in procs.values() if ppid not in procs)  # the servers, not their workers
 
 
 def _spawn(argv: list[str], cwd: str, env: dict[str, str]) -> int:
@@ -168,21 +194,43 @@ def main() -> None:
         print(f"{'analysed':<14}{'bash ms':>9}{'guard ms':>10}{'over b+floor':>14}{'no server':>11}"
               f"{'over b+floor':>14}" + (f"{'baseline':>10}{'over b+floor':>14}" if base else "")
               + "   (target <= 4 ms)")
+        cpu_rows = []
         for name, cmd in analysed.items():
             b, g, o, fl, gb = [], [], [], [], []
+            cpu: dict[str, list[float]] = {"floor": [], "bash": [], "guard": [], "base": []}
+            served = {"guard": 0.0, "base": 0.0}
             for _ in range(a.runs):
-                fl.append(_once(floor_argv, str(repo), env)[0])
-                b.append(_once([REAL_SHELL, "-c", cmd], str(repo), env)[0])
-                g.append(_once([a.shell, "-c", cmd], str(repo), env)[0])
+                for side, argv, out in (("floor", floor_argv, fl), ("bash", [REAL_SHELL, "-c", cmd], b)):
+                    r = _once(argv, str(repo), env)
+                    out.append(r[0])
+                    cpu[side].append(r[3])
+                for side, sh, out in (("guard", a.shell, g), *(("base", sh, gb) for sh in base)):
+                    before = _server_cpu(sh)
+                    r = _once([sh, "-c", cmd], str(repo), env)
+                    served[side] += _server_cpu(sh) - before
+                    out.append(r[0])
+                    cpu[side].append(r[3])
                 o.append(_once([a.shell, "-c", cmd], str(repo), off)[0])
-                for sh in base:
-                    gb.append(_once([sh, "-c", cmd], str(repo), env)[0])
             mf, mb, mg, mo = (statistics.median(x) * 1000 for x in (fl, b, g, o))
             line = f"{name:<14}{mb:>9.1f}{mg:>10.1f}{mg - mb - mf:>+14.1f}{mo:>11.1f}{mo - mb - mf:>+14.1f}"
             if gb:
                 mgb = statistics.median(gb) * 1000
                 line += f"{mgb:>10.1f}{mgb - mb - mf:>+14.1f}"
             print(line)
+            cf, cb = (statistics.median(cpu[k]) * 1000 for k in ("floor", "bash"))
+            row = [name, cb]
+            for side in ("guard", "base")[: 1 + bool(base)]:
+                own, server = statistics.median(cpu[side]) * 1000, served[side] / a.runs * 1000
+                row += [own, server, own + server - cb - cf]
+            cpu_rows.append(row)
+        # CPU moves far less with the machine's load than wall time: the guard's whole cost in
+        # CPU, its own process tree (with the real shell) plus the server's share, over bash's
+        # and the floor's
+        print(f"\n{'CPU, analysed':<14}{'bash ms':>9}{'guard-shell':>12}{'+ server':>10}{'over b+floor':>14}"
+              + (f"{'baseline':>10}{'+ server':>10}{'over b+floor':>14}" if base else ""))
+        for row in cpu_rows:
+            print(f"{row[0]:<14}{row[1]:>9.1f}" + "".join(f"{row[i]:>{w}.1f}{row[i + 1]:>10.1f}{row[i + 2]:>+14.1f}"
+                                                       for i, w in ((2, 12), (5, 10))[: (len(row) - 2) // 3]))
         rss_b = max(_once([REAL_SHELL, "-c", "true"], str(root), env)[2] for _ in range(5))
         rss_g = max(_once([a.shell, "-c", "true"], str(root), env)[2] for _ in range(5))
         print(f"\npeak RSS, -c true: bash {rss_b / 1024:.1f} MiB, guard-shell {rss_g / 1024:.1f} MiB")
