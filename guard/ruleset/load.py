@@ -30,6 +30,7 @@ if TYPE_CHECKING:  # typing and pathlib cost ~2-7 ms to import on the command pa
     from pathlib import Path
 
     from guard.context import Context
+    from guard.precheck import Plan
     from guard.ruleset.layers import Layer
 
 try:  # the built-in module: hashlib loads OpenSSL (~2.5 ms), paid on every analysed command
@@ -117,7 +118,7 @@ def load_for(ctx: Context) -> RuleSet:
             else:
                 rs = load(ctx.rule_paths, ctx.config_path)
                 if not rs.errors and not rs.fallback:  # a broken set is said anew by each load
-                    _stamped[key] = (at, settled, rs)
+                    _stamped[key] = (at, settled, rs, derived.derived(rs).precheck)
         derived.remember_plan(ctx.rule_paths, ctx.config_path, at, derived.derived(rs).precheck)
         _loaded[key] = rs
     if rs.errors and not _warned:
@@ -127,8 +128,9 @@ def load_for(ctx: Context) -> RuleSet:
 
 
 # What ``load_for`` loaded, with the files' stamp (name, size, mtime of each rule file and folder)
-# taken before the load, and the time (before the stamp) before which an mtime counts as settled.
-_stamped: dict[tuple, tuple[tuple | None, int, RuleSet]] = {}
+# taken before the load, the time (before the stamp) before which an mtime counts as settled, and
+# the set's pre-check plan.
+_stamped: dict[tuple, tuple[tuple | None, int, RuleSet, Plan]] = {}
 _reused: set[tuple] = set()  # the layerings load_for took from _stamped since the last forget
 RACY_NS = 2_000_000_000  # mtimes are coarse (a clock tick): a file this recent may change unseen
 
@@ -169,10 +171,14 @@ def trust(keys: Iterable[tuple], quiet: Callable[[], bool] | None) -> None:
     """Let ``load_for`` take the stamped set of each layering in ``keys`` without looking at its
     files while ``quiet()`` is true: for the analysis server's workers, whose server set up a
     watch on those files (``guard.serve.watch``) before it stamped them, so that any change since
-    makes ``quiet()`` false. ``trust((), None)`` ends it."""
+    makes ``quiet()`` false. ``trust((), None)`` ends it. The pre-check's plan of each of these
+    layerings is vouched for in the same way (``precheck.trust``)."""
+    from guard import precheck
+
     global _watched, _quiet
     _watched = frozenset(keys)
     _quiet = quiet
+    precheck.trust({k: _stamped[k][3] for k in _watched if k in _stamped}, quiet)
 
 
 def read_afresh() -> list[tuple[tuple[str, ...], str | None]]:

@@ -10,6 +10,7 @@ from pathlib import Path
 
 import pytest
 
+from guard import precheck
 from guard.context import Context
 from guard.ruleset import load
 
@@ -65,6 +66,29 @@ def test_trust_ends_with_a_full_forget_and_covers_only_the_layerings_named(tmp_p
     load.forget()
     f.write_text(RULE % ("frabjous", "frabjous"))
     assert "no-frabjous" in _ids(f)
+
+
+def test_a_trusted_layerings_precheck_plan_comes_from_memory_only_while_the_watch_is_quiet(tmp_path: Path) -> None:
+    """A server worker's pre-check takes the plan of a layering the watch vouches for from memory,
+    reading neither the plan file nor the rule files' stamp; once the watch has fired, the cached
+    plan is checked as in guard-shell."""
+    f = _settled(tmp_path, "frob")
+    key = ((str(f),), None)
+    env = {"GUARD_RULES": str(f)}
+    assert load.settle(*key)
+    os.unlink(precheck.plan_file(*key))  # only a plan held in memory is found now
+    assert precheck.current_plan(env) is None
+    quiet = [True]
+    load.trust({key}, lambda: quiet[0])
+    plan = precheck.current_plan(env)
+    assert plan is not None and "ls" in plan.programs and "frob" not in plan.programs
+    assert precheck.trivially_allowed("ls -la", env=env) and not precheck.trivially_allowed("frob x", env=env)
+    assert precheck.current_plan({"GUARD_RULES": str(f), "GUARD_CONFIG": str(f)}) is None  # another layering
+    quiet[0] = False
+    assert precheck.current_plan(env) is None and not precheck.trivially_allowed("ls -la", env=env)
+    load.trust({key}, lambda: True)
+    load.forget()  # a full forget ends the trust
+    assert precheck.current_plan(env) is None
 
 
 def test_settle_is_false_for_broken_files_and_afresh_reads_an_edit_that_kept_the_stamp(tmp_path: Path) -> None:
