@@ -187,10 +187,14 @@ def remember_plan(extra: tuple[str, ...], config_path: str | None, at: tuple | N
         # sharing in each process, so every process writes the same plan as the same bytes
         data = _memo_put(_plan_bytes, what, marshal.dumps(
             (precheck.PLAN_FORMAT, at, tuple(sorted(plan.programs)), tuple(plan.watched)), 0))
-    try:
-        with open(path, "rb") as fh:
-            if fh.read() == data:
-                return
+    try:  # a read of one more byte than the plan: a longer file differs (no buffered file object)
+        fd = os.open(path, os.O_RDONLY | os.O_CLOEXEC)
+        try:
+            same = os.read(fd, len(data) + 1) == data
+        finally:
+            os.close(fd)
+        if same:
+            return
     except OSError:
         pass
     try:

@@ -107,7 +107,10 @@ def load_for(ctx: Context) -> RuleSet:
 
         seen = _stamped.get(key) if key in _watched else None
         if seen is not None and _quiet is not None and _quiet():
-            at, rs = seen[0], seen[2]  # no file of this layering changed since it was stamped
+            # No file of this layering changed since it was stamped, and the plan file was left
+            # for that stamp then (``settle``): neither is looked at again. A plan file removed
+            # since is put back by the next load that looks at the files.
+            rs = seen[2]
             _reused.add(key)
         else:
             settled = _settled_before()
@@ -119,7 +122,7 @@ def load_for(ctx: Context) -> RuleSet:
                 rs = load(ctx.rule_paths, ctx.config_path)
                 if not rs.errors and not rs.fallback:  # a broken set is said anew by each load
                     _stamped[key] = (at, settled, rs, derived.derived(rs).precheck)
-        derived.remember_plan(ctx.rule_paths, ctx.config_path, at, derived.derived(rs).precheck)
+            derived.remember_plan(ctx.rule_paths, ctx.config_path, at, derived.derived(rs).precheck)
         _loaded[key] = rs
     if rs.errors and not _warned:
         _warned = True

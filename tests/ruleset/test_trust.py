@@ -91,6 +91,27 @@ def test_a_trusted_layerings_precheck_plan_comes_from_memory_only_while_the_watc
     assert precheck.current_plan(env) is None
 
 
+def test_a_trusted_layering_is_loaded_without_opening_a_file(tmp_path: Path, monkeypatch: pytest.MonkeyPatch) -> None:
+    """While the watch is quiet a worker neither stamps the rule files nor reads the plan file back
+    (the server left it for that stamp); once the watch has fired, both are looked at again."""
+    f = _settled(tmp_path, "frob")
+    key = ((str(f),), None)
+    assert load.settle(*key)
+    quiet = [True]
+    load.trust({key}, lambda: quiet[0])
+    load.forget(keep_unchanged=True)
+    opened: list[str] = []
+    real_open = os.open
+    monkeypatch.setattr(os, "open", lambda path, *a, **k: opened.append(str(path)) or real_open(path, *a, **k))
+    monkeypatch.setattr("builtins.open", None)  # nothing may open a file the buffered way either
+    assert "no-frob" in _ids(f) and opened == []
+    monkeypatch.undo()
+    quiet[0] = False
+    load.forget(keep_unchanged=True)
+    monkeypatch.setattr(os, "open", lambda path, *a, **k: opened.append(str(path)) or real_open(path, *a, **k))
+    assert "no-frob" in _ids(f) and precheck.plan_file(*key) in opened
+
+
 def test_settle_is_false_for_broken_files_and_afresh_reads_an_edit_that_kept_the_stamp(tmp_path: Path) -> None:
     f = _settled(tmp_path, "frob")
     key = ((str(f),), None)
