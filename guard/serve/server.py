@@ -173,8 +173,13 @@ def serve_one(conn: socket.socket, current: Callable[[], bool] = lambda: True) -
         return False
     forget()
     header = wire.recv_exact(conn, 4)
-    argv_b, cwd_b, env_b = wire.decode_request(wire.recv_exact(conn, wire.frame_length(header)))
-    env = {os.fsdecode(k): os.fsdecode(v) for k, v in env_b.items()}
+    payload = wire.recv_exact(conn, wire.frame_length(header))
+    if _UTF8_FS:
+        argv, cwd, env = wire.decode_request_text(payload)
+    else:
+        argv_b, cwd_b, env_b = wire.decode_request(payload)
+        argv, cwd = [os.fsdecode(a) for a in argv_b], os.fsdecode(cwd_b)
+        env = {os.fsdecode(k): os.fsdecode(v) for k, v in env_b.items()}
     # The analysis takes the environment as an argument; only these are read from os.environ
     # (by expanduser and the cache folders), so only these are set: a full swap costs 0.3 ms.
     for name in HOME_VARS:
@@ -182,14 +187,13 @@ def serve_one(conn: socket.socket, current: Callable[[], bool] = lambda: True) -
             os.environ[name] = env[name]
         else:
             os.environ.pop(name, None)
-    cwd = os.fsdecode(cwd_b)
     try:
         os.chdir(cwd)
     except OSError:
         pass
     from guard import shell
 
-    parsed = shell.parse_args([os.fsdecode(a) for a in argv_b])
+    parsed = shell.parse_args(argv)
     if parsed.mode != "command":
         return True  # only -c is served; the caller analyses the rest itself
     err = os.memfd_create("guard-stderr", 0)
@@ -209,6 +213,8 @@ def serve_one(conn: socket.socket, current: Callable[[], bool] = lambda: True) -
     return True
 
 
+# os.fsdecode is UTF-8 with surrogateescape here: a request is decoded in one piece
+_UTF8_FS = (sys.getfilesystemencoding(), sys.getfilesystemencodeerrors()) == ("utf-8", "surrogateescape")
 STALE_EXIT = 4  # a worker found the guard package changed
 
 

@@ -68,6 +68,29 @@ def decode_request(payload: bytes) -> tuple[list[bytes], bytes, dict[bytes, byte
     return argv, fields[1], env
 
 
+def decode_request_text(payload: bytes) -> tuple[list[str], str, dict[str, str]]:
+    """``decode_request`` with each field as ``os.fsdecode`` gives it on a UTF-8 file system
+    (``surrogateescape``), from one decode of the whole payload rather than one per field (an
+    agent's environment is a hundred of them). The same strings: NUL is never part of a UTF-8
+    sequence, so a sequence cut short at a field's end is escaped byte by byte either way."""
+    fields = payload.decode("utf-8", "surrogateescape").split("\0")
+    if len(fields) < 3 or fields[0] != _MAGIC_TEXT or not (fields[2].isascii() and fields[2].isdigit()):
+        raise WireError("not a guard request")
+    argc = int(fields[2])
+    if 3 + argc > len(fields):
+        raise WireError("truncated argv")
+    env: dict[str, str] = {}
+    for item in fields[3 + argc :]:
+        k, sep, v = item.partition("=")
+        if not sep or not k:
+            raise WireError("bad environment entry")
+        env.setdefault(k, v)
+    return fields[3 : 3 + argc], fields[1], env
+
+
+_MAGIC_TEXT = MAGIC.decode()
+
+
 def encode_reply(action: bytes, stderr: bytes) -> bytes:
     if action not in ACTIONS:
         raise WireError("unknown action")

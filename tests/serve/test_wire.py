@@ -21,6 +21,30 @@ def test_request_round_trip_keeps_bytes_and_order() -> None:
     assert list(got[2]) == list(env)
 
 
+def test_a_request_decoded_as_text_gives_each_field_as_fsdecode_would() -> None:
+    """One decode of the whole request gives the strings a decode of each field gives, for
+    bytes that are not UTF-8 too: a sequence cut at a field's end, stray continuation and lead
+    bytes, surrogate encodings, and fields that are nothing else."""
+    import os
+    import random
+    import sys
+
+    if (sys.getfilesystemencoding(), sys.getfilesystemencodeerrors()) != ("utf-8", "surrogateescape"):
+        pytest.skip("not a UTF-8 file system encoding")
+    pieces = [b"a", b"=", b"\xc3", b"\xa9", b"\xe2\x82", b"\xac", b"\xf0\x9f\x98", b"\x80", b"\xff", b"\xed\xa0\x80",
+              b"\xc0\xaf", b" ", b"/", "é€😀".encode()]
+    rng = random.Random(17)
+    for _ in range(300):
+        word = lambda: b"".join(rng.choice(pieces) for _ in range(rng.randrange(0, 6)))  # noqa: E731
+        argv = [word() for _ in range(rng.randrange(0, 4))]
+        env = {b"K" + word().replace(b"=", b""): word() for _ in range(rng.randrange(0, 5))}
+        payload = _payload(wire.encode_request(argv, word(), env))
+        argv_b, cwd_b, env_b = wire.decode_request(payload)
+        want = ([os.fsdecode(a) for a in argv_b], os.fsdecode(cwd_b), {os.fsdecode(k): os.fsdecode(v) for k, v in env_b.items()})
+        got = wire.decode_request_text(payload)
+        assert got == want and list(got[2]) == list(want[2]), payload
+
+
 def test_reply_round_trip_keeps_stderr_whole() -> None:
     said = b"Refused: git push.\n\x00binary\x00\nsecond line\n"
     for action in wire.ACTIONS:
@@ -43,11 +67,14 @@ def test_a_nul_byte_in_a_request_field_is_refused() -> None:
         wire.MAGIC + b"\0/\x005\0-c\0x",  # argc larger than the argv sent
         wire.MAGIC + b"\0/\x001\0-c\0NOEQUALS",
         wire.MAGIC + b"\0/\x001\0-c\0=value",
+        wire.MAGIC + b"\0/\0\xd9\xa3\0-c",  # a digit, but not an ASCII one
     ],
 )
 def test_malformed_requests_are_wire_errors(payload: bytes) -> None:
     with pytest.raises(wire.WireError):
         wire.decode_request(payload)
+    with pytest.raises(wire.WireError):
+        wire.decode_request_text(payload)
 
 
 @pytest.mark.parametrize("payload", [b"", wire.MAGIC, wire.MAGIC + b"\0allow\0", b"x\0run\0"])
