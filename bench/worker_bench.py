@@ -14,8 +14,8 @@ command; and the worker's whole CPU time (fork and pre-touch included), which is
 request costs the machine. The median of the runs is printed. ``--rules FILE`` runs the requests
 with ``GUARD_RULES=FILE`` (an operator's layering). ``--baseline DIR`` (an older checkout) is
 measured the same way in the same run, one after the other. ``--instructions`` counts instead
-(valgrind's callgrind) the user-space instructions of one request per command, which do not move
-with the machine's load. Asserts nothing.
+(valgrind's callgrind, ``PYTHONHASHSEED=0``) the user-space instructions of one request per
+command, which do not move with the machine's load and repeat from run to run. Asserts nothing.
 """
 
 from __future__ import annotations
@@ -276,7 +276,9 @@ def _instructions(ns: argparse.Namespace) -> None:
         args = ["valgrind", "--tool=callgrind", "--collect-atstart=no", "--toggle-collect=functools_reduce",
                 f"--callgrind-out-file={out}/cg.%p", sys.executable, __file__, "--json", "--instructions",
                 "--repo", repo, "--runs", "1"] + (["--rules", ns.rules] if ns.rules else [])
-        done = subprocess.run(args, capture_output=True, text=True, check=True)
+        # one string hash seed for both trees: a count then repeats to the instruction, run to run
+        env = {**os.environ, "PYTHONHASHSEED": "0"}
+        done = subprocess.run(args, capture_output=True, text=True, check=True, env=env)
         pids = json.loads(done.stdout.strip().splitlines()[-1])
         results.append((label, {name: _callgrind_totals(out / f"cg.{p[0]}") for name, p in pids.items()}))
         shutil.rmtree(out, ignore_errors=True)
