@@ -2,7 +2,8 @@
 taking a connection and having its answer, for the analysed commands of the shell bench (a 90 KB
 shell snapshot's among them).
 
-    .venv/bin/python bench/worker_bench.py [--runs 15] [--baseline DIR] [--rules FILE] [--instructions]
+    .venv/bin/python bench/worker_bench.py [--runs 15] [--baseline DIR] [--rules FILE] [--commands FILE]
+        [--instructions]
 
 For each command, one forked worker first serves it and tells the server what it had to read
 afresh (a rule layering, a sourced snapshot), which the server learns: the state of a server that
@@ -12,7 +13,8 @@ CPU time of the worker, which a busy machine does not inflate) the steps of a re
 that the package is unchanged, emptying the caches (``forget``), and ``guard_command`` on the
 command; and the worker's whole CPU time (fork and pre-touch included), which is what every
 request costs the machine. The median of the runs is printed. ``--rules FILE`` runs the requests
-with ``GUARD_RULES=FILE`` (an operator's layering). ``--baseline DIR`` (an older checkout) is
+with ``GUARD_RULES=FILE`` (an operator's layering); ``--commands FILE`` (a JSON object of name:
+command) measures those commands instead. ``--baseline DIR`` (an older checkout) is
 measured the same way in the same run, one after the other. ``--instructions`` counts instead
 (valgrind's callgrind, ``PYTHONHASHSEED=0``) the user-space instructions of one request per
 command, which do not move with the machine's load and repeat from run to run. Asserts nothing.
@@ -46,7 +48,8 @@ COMMANDS = {
 SNAPSHOT = "source %s && eval 'git status --short' < /dev/null && pwd -P >| %s/cwd-file"
 
 
-def measure(repo: str, runs: int, rules: str | None, instructions: bool = False) -> dict[str, list[float]]:
+def measure(repo: str, runs: int, rules: str | None, instructions: bool = False,
+            only: str | None = None) -> dict[str, list[float]]:
     """In this process (a child of main): every figure for the guard in ``repo``; with
     ``instructions`` (run under callgrind), one worker per command whose request runs inside
     ``functools.reduce`` (the one function callgrind collects in), and its pid."""
@@ -65,6 +68,8 @@ def measure(repo: str, runs: int, rules: str | None, instructions: bool = False)
     if rules:
         env["GUARD_RULES"] = rules
     commands = {**COMMANDS, "snapshot 90K": SNAPSHOT % (_snapshot(Path(scratch)), scratch)}
+    if only:
+        commands = json.loads(Path(only).read_text())
     stamp = server.code_stamp(files)
     watch = Watched(server, files, stamp)
     out: dict[str, list[float]] = {}
@@ -219,13 +224,14 @@ def main() -> None:
     ap.add_argument("--runs", type=int, default=15)
     ap.add_argument("--baseline", default=None, help="another guard checkout, measured the same way in this run")
     ap.add_argument("--rules", default=None, help="GUARD_RULES for the requests (an operator's rule file)")
+    ap.add_argument("--commands", default=None, help="a JSON object of name: command to measure instead of the six")
     ap.add_argument("--instructions", action="store_true",
                     help="instead: instructions of one request per command, counted by valgrind's callgrind")
     ap.add_argument("--repo", default=None, help=argparse.SUPPRESS)
     ap.add_argument("--json", action="store_true", help=argparse.SUPPRESS)
     ns = ap.parse_args()
     if ns.json:
-        print(json.dumps(measure(ns.repo, ns.runs, ns.rules, ns.instructions)))
+        print(json.dumps(measure(ns.repo, ns.runs, ns.rules, ns.instructions, ns.commands)))
         return
     if ns.instructions:
         _instructions(ns)
@@ -235,6 +241,7 @@ def main() -> None:
         compileall.compile_dir(str(Path(repo) / "guard"), quiet=1)  # a start-up is not a compile
         args = [sys.executable, __file__, "--json", "--repo", repo, "--runs", str(ns.runs)]
         args += ["--rules", ns.rules] if ns.rules else []
+        args += ["--commands", ns.commands] if ns.commands else []
         done = subprocess.run(args, capture_output=True, text=True, check=True)
         return json.loads(done.stdout)
 
@@ -276,6 +283,7 @@ def _instructions(ns: argparse.Namespace) -> None:
         args = ["valgrind", "--tool=callgrind", "--collect-atstart=no", "--toggle-collect=functools_reduce",
                 f"--callgrind-out-file={out}/cg.%p", sys.executable, __file__, "--json", "--instructions",
                 "--repo", repo, "--runs", "1"] + (["--rules", ns.rules] if ns.rules else [])
+        args += ["--commands", ns.commands] if ns.commands else []
         # one string hash seed for both trees: a count then repeats to the instruction, run to run
         env = {**os.environ, "PYTHONHASHSEED": "0"}
         done = subprocess.run(args, capture_output=True, text=True, check=True, env=env)
