@@ -66,7 +66,22 @@ WARM_UP = (
     "for f in *.py; do cp \"$f\" /tmp/x/.git/; done; echo $(base64 -d <<< Z2l0) > /dev/null",
     "cat <<EOF > /tmp/s.sh\ngit push\nEOF\nbash /tmp/s.sh",
     "x=$(( 1 + 2 )); [[ $x == 3 ]] && echo ok; case $x in 3) : ;; esac",
+    # what an agent host's shell snapshot and wrapper run around every command
+    "unalias -a 2>/dev/null || true; alias -- ll='ls -alF'; command -v rg >/dev/null 2>&1; export PATH=/bin; pwd -P",
 )
+# Programs agents run (the most frequent in the shared corpus's analysed commands, and the common
+# tools around them), warmed with the pre-check's own list: the stages keep what they work out
+# per program name (the rules an invocation of it can meet among them), and a name first met in
+# a worker cost its request about 250,000 instructions, every time.
+COMMON_PROGRAMS = (
+    "ssh scp rsync python python3 pip pip3 pytest uv poetry conda tox ruff mypy black flake8 pylint node npm npx "
+    "yarn pnpm docker kubectl make cmake cargo go java javac gcc g++ clang jq yq tar unzip zip gzip du df ps kill "
+    "pkill pgrep tee tr cut sort uniq nl diff patch cmp stat file ln realpath readlink basename dirname seq sleep "
+    "wait timeout which type test chmod chown touch mv cp rm mkdir rmdir tail head wc less open tree md5sum "
+    "sha256sum base64 od xxd date env printenv export unset alias unalias command pwd true false rg fd ls cat "
+    "grep sed awk find xargs echo printf apt-get apt pkg-config ldd strace lsof netstat ss ping dig nslookup"
+).split()
+_RESERVED = frozenset("if then else elif fi case esac for select while until do done in function time coproc".split())
 
 # An agent host's wrapper (Claude Code's, guard/hostwrap.py), unwrapped once for the children.
 WRAPPED = "source /tmp/snapshot.sh && eval 'git status' \\< /dev/null && pwd -P >| /tmp/cwd"
@@ -108,15 +123,10 @@ def warm_up() -> None:
     from guard import hostwrap, precheck, shell  # noqa: F401 - loaded for the children
     from guard.audit import log
     from guard.context import Context
-    from guard.engine import analyze
     from guard.ruleset import load
 
     ctx = Context.from_environ(cwd="/", env=_warm_env(), trees=("/nonexistent",))
-    for command in WARM_UP:
-        try:
-            analyze(command, ctx)
-        except Exception:  # noqa: BLE001 - a warm-up failure only costs speed
-            pass
+    _run_warm_up(ctx)
     rs = load.load_for(ctx)
     _warmed[id(rs)] = rs
     hostwrap.unwrap(WRAPPED)
@@ -133,6 +143,27 @@ def warm_up() -> None:
     forget()
     gc.collect()
     gc.freeze()
+
+
+def _run_warm_up(ctx: object) -> None:
+    """Analyse the warm-up commands with ``ctx`` (its rule layering), then one command of every
+    program in ``COMMON_PROGRAMS`` and the layering's pre-check list."""
+    import re
+
+    from guard.engine import analyze
+    from guard.ruleset import derived, load
+
+    try:
+        listed = derived.derived(load.load_for(ctx)).precheck.programs  # type: ignore[arg-type]
+    except Exception:  # noqa: BLE001 - a warm-up failure only costs speed
+        listed = frozenset()
+    names = sorted(n for n in {*COMMON_PROGRAMS, *listed}
+                   if n not in _RESERVED and re.fullmatch(r"[A-Za-z_][A-Za-z0-9_.+-]*", n))
+    for command in (*WARM_UP, "; ".join(names)):
+        try:
+            analyze(command, ctx)  # type: ignore[arg-type]
+        except Exception:  # noqa: BLE001 - a warm-up failure only costs speed
+            pass
 
 
 _CACHES: list[Callable[[], None]] = []
@@ -347,7 +378,6 @@ def _warm_layering(key: tuple) -> None:
     first use (each program's candidate rules, their compiled conditions, the program specs)
     is built here, for every worker, rather than in each request (a million instructions)."""
     from guard.context import Context
-    from guard.engine import analyze
     from guard.ruleset import load
 
     rule_paths, config_path = key
@@ -356,11 +386,7 @@ def _warm_layering(key: tuple) -> None:
     rs = load.load_for(ctx)
     if _warmed.get(id(rs)) is rs:
         return
-    for command in WARM_UP:
-        try:
-            analyze(command, ctx)
-        except Exception:  # noqa: BLE001 - a warm-up failure only costs speed
-            pass
+    _run_warm_up(ctx)
     if len(_warmed) >= WARMED_MAX:
         _warmed.clear()
     _warmed[id(rs)] = rs

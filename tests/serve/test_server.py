@@ -679,16 +679,20 @@ import json, os, re._compiler, sys
 from guard.serve import server
 server.warm_up()
 from guard import shell
+from guard import policy
 compiled = []
 real = re._compiler.compile
 re._compiler.compile = lambda p, flags=0: compiled.append(str(p)[:60]) or real(p, flags)
+conditions = []  # the rules' match blocks compiled for a program name met for the first time
+real_cond = policy.compile_cond
+policy.compile_cond = lambda cond: conditions.append(str(cond)[:60]) or real_cond(cond)
 before = set(sys.modules)
 env = {"HOME": "/root", "PATH": "/usr/bin:/bin", "GUARD_TREE": "/workspace", "GUARD_AUDIT_LOG": sys.argv[1]}
 os.dup2(os.open(os.devnull, os.O_WRONLY), 2)
 for command in json.loads(sys.argv[2]):
     server.forget()
     shell.guard_command(command, "/workspace/app", shell.parse_args(["-c", command]), env)
-print(json.dumps({"modules": sorted(set(sys.modules) - before), "compiled": compiled}))
+print(json.dumps({"modules": sorted(set(sys.modules) - before), "compiled": compiled, "conditions": conditions}))
 '''
 
 
@@ -709,8 +713,25 @@ def test_a_request_imports_no_module_and_compiles_no_pattern_the_warm_up_could_h
                          cwd=REPO, capture_output=True, text=True, timeout=120)
     assert out.returncode == 0, out.stderr
     got = json.loads(out.stdout)
-    assert got == {"modules": [], "compiled": []}
+    assert (got["modules"], got["compiled"]) == ([], [])
     assert len((tmp_path / "audit.jsonl").read_text().splitlines()) >= 3  # the refusals were logged
+
+
+def test_a_request_of_the_programs_agents_run_and_their_hosts_snapshot_builds_no_rule_list(tmp_path: Path) -> None:
+    """The rules an invocation of a program can meet are worked out once per program name; the
+    warm-up does it for the programs agents run most and for the builtins a host's shell snapshot
+    runs around every command, so a request of them does it no more (each new name cost a
+    request about 250,000 instructions)."""
+    commands = [
+        "unalias -a 2>/dev/null || true; alias -- ll='ls -alF'; export PATH=/usr/bin; pwd -P",
+        "if ! command -v rg >/dev/null 2>&1; then alias rg='grep -r'; fi",
+        "ssh host 'cd /srv && ls -la'", "tail -n 50 log.txt | nl | wc -l", "pip install -e . && pytest -q tests/",
+        "nl -ba src/app.py | sed -n '10,40p'", "rsync -a src/ /tmp/x/ && sort f | uniq -c | head",
+    ]
+    out = subprocess.run([sys.executable, "-I", "-c", WORKER_PROBE, str(tmp_path / "audit.jsonl"), json.dumps(commands)],
+                         cwd=REPO, capture_output=True, text=True, timeout=120)
+    assert out.returncode == 0, out.stderr
+    assert json.loads(out.stdout)["conditions"] == []
 
 
 # --------------------------------------------------------------------------- the launcher's early request
