@@ -11,8 +11,8 @@ answered the command before. Then each run forks a worker from that server, lets
 its pages the way it does before a request arrives (the tree's own ``_pre_touch``), then times (in
 CPU time of the worker, which a busy machine does not inflate) the steps of a request: the check
 that the package is unchanged, emptying the caches (``forget``), and ``guard_command`` on the
-command; and the worker's whole CPU time (fork and pre-touch included), which is what every
-request costs the machine. The median of the runs is printed. ``--rules FILE`` runs the requests
+command; and the worker's whole CPU time (fork, its parent-death signal and pre-touch included),
+which is what every request costs the machine. The median of the runs is printed. ``--rules FILE`` runs the requests
 with ``GUARD_RULES=FILE`` (an operator's layering); ``--commands FILE`` (a JSON object of name:
 command) measures those commands instead. ``--baseline DIR`` (an older checkout) is
 measured the same way in the same run, one after the other. ``--instructions`` counts instead
@@ -83,12 +83,15 @@ def measure(repo: str, runs: int, rules: str | None, instructions: bool = False,
         for _ in range(runs):
             r, w = os.pipe()
             mine = watch.before_fork()
+            parent = os.getpid()
             pid = os.fork()
             if pid == 0:
                 try:
                     os.close(r)
                     null = os.open(os.devnull, os.O_WRONLY)
                     os.dup2(null, 2)
+                    if hasattr(server, "_die_with"):
+                        server._die_with(parent)  # as its workers do first: the parent-death signal
                     check = watch.check(mine)  # the package check this tree's workers run
                     quiet, _ = socket.socketpair()  # no caller waits: the whole pre-touch runs
                     server._pre_touch(quiet)  # the tree's own, as its workers run it
