@@ -22,20 +22,20 @@ except ImportError:  # pragma: no cover - other Pythons
 
 from guard import launch as launcher
 from guard import sysenv
-from guard.launch import original_environ
 from guard.shell_args import ShellArgs, parse_args
 from guard.shell_decide import (
     REFUSED_STATUS,
     Decision,
+    current_dir,
     decide,
-    exec_real,
-    failure_decision,
+    exit_now,
+    failed,
     launch,
     passes_precheck,
-    real_shell,
-    reason,
     record_refusal,
+    replied,
     say,
+    served_reply,
 )
 
 TYPE_CHECKING = False
@@ -331,8 +331,7 @@ def served_decision(args: list[str], text: str, cwd: str | None, parsed: ShellAr
         from guard.serve import client
 
         if launcher.sent and text == launcher.not_plain:  # the launcher sent this request
-            _preload_relay()  # while the worker analyses
-            reply = client.receive(launcher.pending)  # type: ignore[arg-type]
+            reply = served_reply()
         else:
             environ = sysenv.environ()
             functions = exported_functions(environ)
@@ -344,41 +343,7 @@ def served_decision(args: list[str], text: str, cwd: str | None, parsed: ShellAr
             reply = client.ask([sysenv.fsencode(a) for a in args], cwd, sysenv.environb())
     except Exception:  # noqa: BLE001 - any trouble: decide here
         return None
-    if reply is None:
-        return None
-    action, said = reply
-    if said:
-        _write_err(said)
-    if action == b"refuse":
-        return Decision("refuse")
-    return Decision("run", plain=action == b"plain")
-
-
-def _preload_relay() -> None:
-    """Import the stderr relay while a worker analyses: most analysed commands then run under
-    it, and the import no longer waits for the reply."""
-    try:
-        import guard.act.relay  # noqa: F401
-    except Exception:  # noqa: BLE001 - launch reports a broken relay in its own way
-        pass
-
-
-def _write_err(data: bytes) -> None:
-    view = memoryview(data)
-    while view:
-        try:
-            view = view[posix.write(2, view) :]
-        except InterruptedError:
-            continue
-        except OSError:
-            return
-
-
-def current_dir() -> str | None:
-    try:
-        return posix.getcwd()
-    except OSError:
-        return sysenv.environ().get("PWD") or None
+    return None if reply is None else replied(reply)
 
 
 def _streamable(parsed: ShellArgs) -> bool:
@@ -461,24 +426,8 @@ def main() -> None:
     except KeyboardInterrupt:
         status = 130
     except Exception as exc:  # noqa: BLE001 - last resort: never a traceback
-        decision = failure_decision(reason(exc), sysenv.environ())
-        say(decision.message or "")
-        if decision.action == "refuse":
-            status = REFUSED_STATUS
-        else:
-            status = exec_real([sysenv.fsencode(real_shell()), *map(sysenv.fsencode, sys.argv[1:])], original_environ())
+        status = failed(exc, sys.argv[1:])
     exit_now(status)
-
-
-def exit_now(status: int) -> None:
-    """Flush and leave without the interpreter's teardown (about 1.5 ms on every command that
-    ran under the relay): nothing is left to clean up once the real shell has exited."""
-    for stream in (sys.stdout, sys.stderr):
-        try:
-            stream.flush()
-        except Exception:  # noqa: BLE001 - a closed stream has nothing to flush
-            pass
-    posix._exit(status & 0xFF)
 
 
 if __name__ == "__main__":
