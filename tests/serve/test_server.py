@@ -767,9 +767,12 @@ def test_the_launcher_asks_once_without_os_and_guard_shell_uses_its_reply(sock: 
     assert "_socket" in imports and "guard.act.relay" in imports, imports  # asked, then run under the relay
     assert not set(NOT_ON_THE_ANALYSED_PATH) & set(imports), imports
     assert "guard.engine" not in imports  # answered by the server, not analysed here
+    # run on the reply by guard.shell_decide: guard.shell's other modes are not loaded
+    assert not {"guard.shell", "guard.shell_args"} & set(imports), imports
     refused = _run_launcher(["-c", "git push origin HEAD"], env, tree, "-X", "importtime")
     imports = [ln.rsplit("|", 1)[1].strip() for ln in refused.stderr.splitlines() if ln.startswith("import time:")]
     assert not set(NOT_ON_THE_ANALYSED_PATH) & set(imports), imports
+    assert not {"guard.shell", "guard.shell_args"} & set(imports), imports
     refused.stderr = "".join(ln + "\n" for ln in refused.stderr.splitlines() if not ln.startswith("import time:"))
     assert refused.returncode == shell.REFUSED_STATUS and refused.stderr.startswith("Refused: git push."), refused
     assert [r[0] for r in _audit(tmp_path / "a.jsonl")] == ["git push origin HEAD"]  # logged once
