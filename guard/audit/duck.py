@@ -52,19 +52,19 @@ _STRING_FIELDS = _FIELDS[2:]
 _SURROGATE = re.compile("[\ud800-\udfff]")
 _MASKED = re.compile("[\U00100000-\U001007ff]")
 _PATHS = repr(["$." + f for f in _FIELDS])
-# json_type gives each field's type: NULL when the key is absent, and a line whose field of ours is
-# a number, a boolean, an object or an array is not one of our records as Python reads it (its
-# fields are strings).
-_STRING_OR_NULL = " AND ".join(f"coalesce(y[{i}] IN ('VARCHAR', 'NULL'), true)" for i in range(3, len(_FIELDS) + 1))
 # Lines left to the Python reader although DuckDB's JSON functions read them, each a place where
 # the two readings part ways: a trailing comma (DuckDB takes it, Python does not); nan and inf,
 # which DuckDB takes in any case and Python only as NaN and Infinity; a key of ours written twice
 # (DuckDB reads the first, Python the last); a lone surrogate or a NUL escape, which DuckDB
-# cannot hold as text; an escape in a key (an escaped "id" is still our field to Python). The
-# patterns also match such text inside a string: that line is then read by Python, which gives
-# the same records, only slower. They are found by one RE2 search of each file's bytes, beside
-# DuckDB's reading of it (a search of a whole file costs a fraction of a regular expression
-# evaluated line by line in SQL). None of them reaches past its line.
+# cannot hold as text; an escape in a key (an escaped "id" is still our field to Python); and a
+# field of ours whose value is a number, a boolean, an object or an array (Python's record then
+# holds that value, not the text json_extract_string gives, and an id or a time that is not a
+# string is no record of ours), which spares SQL a second parse of every line for the types of
+# its values. The patterns also match such text inside a string: that line is then read by
+# Python, which gives the same records, only slower. They are found by one RE2 search of each
+# file's bytes, beside DuckDB's reading of it (a search of a whole file costs a fraction of a
+# regular expression evaluated line by line in SQL, and adding a pattern to it next to nothing).
+# None of them reaches past its line.
 _MARKS = re2.compile(
     b"|".join(
         [
@@ -73,17 +73,17 @@ _MARKS = re2.compile(
             rb"\\u[dD][89a-fA-F]|\\u0000",
             rb'\\u[0-9a-fA-F]{4}(?:[^"\\\n]|\\.)*"[ \t\r]*:',
             *(rf'"{f}"[ \t\r]*:[^\n]*"{f}"[ \t\r]*:'.encode() for f in _FIELDS),
+            rb'"(?:' + "|".join(_FIELDS).encode() + rb')"[ \t\r]*:[ \t\r]*[^" \t\rn]',
         ]
     )
 )
 
 
 # One statement per group of files: every line, the ones SQL reads as they are, and the others
-# kept whole for the Python reader. A line is read here when it is one JSON object (json_type
-# fails on anything else, and try() makes that NULL), id and ts strings, verdict or kind a string,
-# and every field of ours a string or null; then json_extract_string reads the fields (each line
-# is parsed twice: json_valid beside these would be a third time). The lines _MARKS finds are
-# handed to Python afterwards.
+# kept whole for the Python reader. A line is read here when it is one JSON object
+# (json_extract_string fails on anything else, and try() makes that NULL) with id, ts and verdict
+# or kind: each line is parsed once. A line where a field of ours is not a string or null is
+# among those _MARKS finds, which are handed to Python afterwards.
 _PARSE = f"""
 INSERT INTO parsed
 SELECT src, lineno, 0 AS pos,
@@ -93,24 +93,20 @@ SELECT src, lineno, 0 AS pos,
        CASE WHEN ok THEN guard_us(j[2]) END AS t_us
 FROM (
   SELECT src, lineno, line, j,
-         coalesce(fast AND y[1] = 'VARCHAR' AND y[2] = 'VARCHAR' AND (y[3] = 'VARCHAR' OR y[4] = 'VARCHAR')
-                  AND {_STRING_OR_NULL}, false) AS ok
+         coalesce(j[1] IS NOT NULL AND j[2] IS NOT NULL AND (j[3] IS NOT NULL OR j[4] IS NOT NULL), false) AS ok
   FROM (
-    SELECT src, lineno, line, y IS NOT NULL AS fast, y,
-           CASE WHEN y IS NOT NULL THEN json_extract_string(line, {_PATHS}) END AS j
+    SELECT src, lineno, line,
+           CASE WHEN line[1] = '{{' AND line[-1] = '}}' THEN try(json_extract_string(line, {_PATHS})) END AS j
     FROM (
-      SELECT src, lineno, line, CASE WHEN line[1] = '{{' AND line[-1] = '}}' THEN try(json_type(line, {_PATHS})) END AS y
+      SELECT src, lineno, CASE WHEN line[-1] = chr(13) THEN line[:-2] ELSE line END AS line
       FROM (
-        SELECT src, lineno, CASE WHEN line[-1] = chr(13) THEN line[:-2] ELSE line END AS line
+        SELECT src, base + unnest(generate_series(1, len(ls))) AS lineno, unnest(ls) AS line
         FROM (
-          SELECT src, base + unnest(generate_series(1, len(ls))) AS lineno, unnest(ls) AS line
-          FROM (
-            SELECT list_extract($srcs, n) AS src, list_extract($bases, n) AS base,
-                   string_split(content, chr(10)) AS ls
-            FROM (SELECT list_position($paths, filename) AS n, content FROM read_text($paths))
-          )
-        ) WHERE line <> ''
-      )
+          SELECT list_extract($srcs, n) AS src, list_extract($bases, n) AS base,
+                 string_split(content, chr(10)) AS ls
+          FROM (SELECT list_position($paths, filename) AS n, content FROM read_text($paths))
+        )
+      ) WHERE line <> ''
     )
   )
 )

@@ -258,12 +258,18 @@ def test_marked_lines_are_found_with_their_numbers_and_text(tmp_path: Path) -> N
         b'{"id":"i","note":"info nanny","n":5}',  # nan and inf, in words
         b'{"rule" : "x", "id":"j", "rule":"y"}',  # 11: a key of ours twice, spaced
         b'{"ruler":"x","rule":"y"}',
-        b'{"id":"k","x":{"a":1,}}',  # 13, the last line, without a newline
+        b'{"id":"l","rule" : 5}',  # 13: a field of ours that is a number
+        b'{"id":7,"ts":"x"}',  # 14: an id that is not a string
+        b'{"id":"m","verdict":true}',  # 15
+        b'{"id":"n","agent":{"a":"b"}}',  # 16: an object
+        b'{"id":"o","thread":\t[1]}',  # 17: an array
+        b'{"id":"p","rule":null,"note":5,"command":"rule: 5"}',  # null, and numbers not ours
+        b'{"id":"k","x":{"a":1,}}',  # 19, the last line, without a newline
     ]
     path = tmp_path / "m.jsonl"
     path.write_bytes(b"\n".join(lines))
     found = duck._marked_lines(str(path))
-    assert [n for n, _ in found] == [1, 3, 5, 6, 7, 8, 11, 13]
+    assert [n for n, _ in found] == [1, 3, 5, 6, 7, 8, 11, 13, 14, 15, 16, 17, 19]
     assert found[1][1] == '{"id":"c","x":nan,"y":[2 , ],"id":"c2"}'
     assert found[-1][1] == lines[-1].decode()
 
