@@ -272,6 +272,10 @@ def test_marked_lines_are_found_with_their_numbers_and_text(tmp_path: Path) -> N
     assert [n for n, _ in found] == [1, 3, 5, 6, 7, 8, 11, 13, 14, 15, 16, 17, 19]
     assert found[1][1] == '{"id":"c","x":nan,"y":[2 , ],"id":"c2"}'
     assert found[-1][1] == lines[-1].decode()
+    (tmp_path / "empty.jsonl").write_bytes(b"")
+    (tmp_path / "clean.jsonl").write_bytes(b"\n".join(lines[1:2] + lines[11:12]) + b"\n")
+    assert duck._marked_lines(str(tmp_path / "empty.jsonl")) == []
+    assert duck._marked_lines(str(tmp_path / "clean.jsonl")) == []
 
 
 def test_a_large_log_is_read_into_a_database_file(
