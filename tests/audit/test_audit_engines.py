@@ -187,6 +187,7 @@ FAST_EDGE = [
     '\ufeff{"id":"f39","ts":"TS",BASE}',
     '{"id":"f40","ts":"TS",BASE,"command":"\\u001b[31mred\\u001b[0m \\u00e9"}',
     '{"timestamp":"TS","message":"{\\"id\\":\\"f41\\",\\"ts\\":\\"TS\\",\\"verdict\\":\\"refuse\\"}"}',
+    '{"id":"f42","ts":"TS",BASE,"x":{"rule":5},"rule":"top"}',  # marked for a nested field: Python reads it
     '{"id":"f01","ts":"TS",BASE,"rule":"a copy"}',  # a later copy of f01
     '{"id": "torn", "ts": "2026-03-0',
 ]
@@ -230,7 +231,7 @@ def test_edge_lines_give_the_python_engines_report(tmp_path: Path) -> None:
         in_sql = {r[0] for r in engine.con.execute(SQL_READ).fetchall()}
         to_python = {r[0] for r in engine.con.execute("SELECT lineno FROM parsed WHERE odd IS NOT NULL").fetchall()}
     assert in_sql == {"f01", "f13", "f28", "f31", "f32", "f36", "f38", "f40"}
-    assert {2, 3, 4, 5, 8, 9, 10, 11, 12, 14, 15, 17, 18, 21, 22, 24, 29, 33, 34, 37, 41, 43} <= to_python
+    assert {2, 3, 4, 5, 8, 9, 10, 11, 12, 14, 15, 17, 18, 21, 22, 24, 29, 33, 34, 37, 41, 42, 44} <= to_python
     assert not in_sql & {f"f{n:02d}" for n in to_python}
 
 
