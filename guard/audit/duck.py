@@ -507,8 +507,16 @@ class DuckEngine:
         return _unmask_all(data)
 
     def _counts(self, params: Mapping[str, Any], cur: Any) -> list[list[tuple]]:
-        """The rows of SUMMARY, TOP_RULE, TOP_CATEGORY, FIRED and PER_DAY, in that order."""
-        sqls = (queries.SUMMARY, queries.TOP_RULE, queries.TOP_CATEGORY, queries.FIRED, queries.PER_DAY)
+        """The rows of SUMMARY, TOP_RULE, TOP_CATEGORY, FIRED and PER_DAY, in that order (the last
+        four from one count of the kept records, on this cursor: the table is its own)."""
+        cur.execute(queries.KEPT_COUNTS)
+        sqls = (
+            queries.SUMMARY,
+            queries.TOP_RULE_COUNTED,
+            queries.TOP_CATEGORY_COUNTED,
+            queries.FIRED_COUNTED,
+            queries.PER_DAY_COUNTED,
+        )
         return [self._rows(sql, params, cur) for sql in sqls]
 
     def _retries(self, params: Mapping[str, Any], cur: Any) -> list[tuple]:

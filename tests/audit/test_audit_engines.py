@@ -495,3 +495,33 @@ def test_retry_runs_with_refusals_at_one_time_are_the_python_engines(
     assert outputs["duckdb"] == outputs["python"]
     threads = json.loads(outputs["duckdb"].out)["retries"]["threads"]
     assert len(threads) == 6 and {t["longest"] for t in threads} == {5}
+
+
+@pytest.mark.parametrize("where", [None, "rule GLOB 'git-*'", "false"])
+def test_the_small_tables_from_one_count_are_the_queries_rows(where: str | None) -> None:
+    """TOP_RULE, TOP_CATEGORY, FIRED and PER_DAY worked out from KEPT_COUNTS give the rows the
+    queries --sql prints give over the same kept records (all, some, none)."""
+    if "duckdb" not in engines():
+        pytest.skip("DuckDB is not installed (pip install 'guard[audit]')")
+    import io
+
+    from guard.audit import duck, queries
+
+    params = {"top": 3}
+    pairs = [
+        (queries.TOP_RULE, queries.TOP_RULE_COUNTED),
+        (queries.TOP_CATEGORY, queries.TOP_CATEGORY_COUNTED),
+        (queries.FIRED, queries.FIRED_COUNTED),
+        (queries.PER_DAY, queries.PER_DAY_COUNTED),
+    ]
+    with duck.DuckEngine([str(REPO / FLEET), str(REPO / GOLDEN / "messy")], io.BytesIO()) as engine:
+        if where:
+            engine.con.execute(f"CREATE OR REPLACE VIEW kept AS SELECT * FROM records WHERE {where}")
+        engine.con.execute(queries.KEPT_COUNTS)
+        assert engine.con.execute("SELECT count(*) FROM kept_counts").fetchone()[0] < 1000
+        for plain, counted in pairs:
+            want, got = engine._rows(plain, params), engine._rows(counted, params)
+            if plain is queries.FIRED:
+                want, got = sorted(want), sorted(got)
+            assert got == want, plain
+            assert got or where == "false"
