@@ -199,13 +199,24 @@ def _run(argv: list[str], out: Path, cap_bytes: int | None = None, pythonpath: s
     }
 
 
-def _median_run(
-    argv: list[str], out: Path, runs: int, cap: int | None = None, pythonpath: str | None = None
-) -> dict:
-    results = [_run(argv, out, cap, pythonpath) for _ in range(runs)]
+def _median(results: list[dict]) -> dict:
+    """Each figure's median over the runs (the failed ones left out when any succeeded), and the
+    load average at the median wall time's run."""
     ok = [r for r in results if r["status"] == 0] or results
-    pick = sorted(ok, key=lambda r: r["wall"])[len(ok) // 2]
+    pick = dict(sorted(ok, key=lambda r: r["wall"])[len(ok) // 2])
+    for key in ("cpu", "rss_mb"):
+        pick[key] = statistics.median(r[key] for r in ok)
     return {**pick, "runs": len(results)}
+
+
+def _interleaved(jobs: dict[str, tuple], runs: int) -> dict[str, dict]:
+    """``jobs``: name -> the arguments of ``_run``. The engines take turns, run after run, so a
+    change in the machine's load falls on each of them rather than on whichever ran then."""
+    results: dict[str, list[dict]] = {name: [] for name in jobs}
+    for _ in range(runs):
+        for name, args in jobs.items():
+            results[name].append(_run(*args))
+    return {name: _median(rs) for name, rs in results.items()}
 
 
 def _line(name: str, r: dict | None) -> str:
@@ -245,7 +256,9 @@ def report_main(argv: list[str]) -> None:
     p.add_argument("--sizes", default="1000000,10000000", help="records per fleet, comma-separated")
     p.add_argument("--files", type=int, default=400)
     p.add_argument("--dir", default=None, help="where the fleets are kept (default: a temp dir, removed)")
-    p.add_argument("--runs", type=int, default=1, help="runs per engine and size (the median is printed)")
+    p.add_argument(
+        "--runs", type=int, default=1, help="runs per engine and size, taking turns (medians are printed)"
+    )
     p.add_argument("--baseline-cap-gb", type=float, default=6.0)
     p.add_argument(
         "--base-rev", default="a00e9d8", help="the DuckDB engine of this commit runs too ('' for none)"
@@ -278,17 +291,14 @@ def report_main(argv: list[str]) -> None:
                 f" ({stats['duplicates']} duplicate copies, {stats['malformed']} malformed lines,"
                 f" {stats['enveloped']} in collector envelopes; gzip: one file in ten)"
             )
-            new = _median_run([*guard, "--engine", "duckdb", str(where)], root / "new.txt", opts.runs)
-            before = None
+            jobs: dict[str, tuple] = {"new": ([*guard, "--engine", "duckdb", str(where)], root / "new.txt")}
             if base is not None:
-                before = _median_run([*guard, "--engine", "duckdb", str(where)], root / "base.txt", opts.runs,
-                                     pythonpath=str(base))  # fmt: skip
-            old = None
+                jobs["base"] = ([*guard, "--engine", "duckdb", str(where)], root / "base.txt", None, str(base))
             if size <= opts.no_baseline_above:
                 cap = int(opts.baseline_cap_gb * 1024**3)
-                old = _median_run(
-                    [*guard, "--engine", "python", str(where)], root / "old.txt", opts.runs, cap
-                )
+                jobs["old"] = ([*guard, "--engine", "python", str(where)], root / "old.txt", cap)
+            done = _interleaved(jobs, opts.runs)
+            new, before, old = done["new"], done.get("base"), done.get("old")
             target = TARGETS.get(size)
             if target:
                 print(f"  {'target':<34} {target[0]:7.1f} s wall  {'':>13}  {target[1]:7.0f} MB peak RSS")
