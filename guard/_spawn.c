@@ -150,19 +150,25 @@ static PyObject *spawn(PyObject *self, PyObject *args) {
     a.envp = envp;
     a.parent = getpid();
 
-    char *stack = mmap(NULL, CHILD_STACK, PROT_READ | PROT_WRITE, MAP_PRIVATE | MAP_ANONYMOUS | MAP_STACK, -1, 0);
+    /* The child's stack, with a page below it that faults: with CLONE_VM an overflow would
+     * otherwise write into the parent's memory. */
+    long page = sysconf(_SC_PAGESIZE);
+    char *stack = mmap(NULL, CHILD_STACK + page, PROT_READ | PROT_WRITE, MAP_PRIVATE | MAP_ANONYMOUS | MAP_STACK,
+                       -1, 0);
     pid_t pid = -1;
     int saved = 0;
-    if (stack == MAP_FAILED) {
+    if (stack == MAP_FAILED || mprotect(stack, page, PROT_NONE) != 0) {
         saved = errno;
+        if (stack != MAP_FAILED) munmap(stack, CHILD_STACK + page);
+        stack = MAP_FAILED;
     } else {
         sigset_t all, old;
         sigfillset(&all);
         pthread_sigmask(SIG_SETMASK, &all, &old);
-        pid = clone(child_main, stack + CHILD_STACK, CLONE_VM | CLONE_VFORK | SIGCHLD, &a);
+        pid = clone(child_main, stack + page + CHILD_STACK, CLONE_VM | CLONE_VFORK | SIGCHLD, &a);
         saved = errno;
         pthread_sigmask(SIG_SETMASK, &old, NULL);
-        munmap(stack, CHILD_STACK);
+        munmap(stack, CHILD_STACK + page);
     }
     PyMem_Free(argv);
     PyMem_Free(envp);

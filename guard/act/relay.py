@@ -60,6 +60,8 @@ try:  # the C module: `signal` imports enum (~3-4 ms), and this runs on every an
 except ImportError:  # pragma: no cover - other Pythons
     import signal  # type: ignore[no-redef]
 
+ENOEXEC = 8  # errno's, without importing errno
+
 TYPE_CHECKING = False  # typing itself costs ~2 ms to import; the checkers set this True
 
 if TYPE_CHECKING:  # the hot path does not pay for typing's runtime pieces
@@ -346,15 +348,19 @@ def _run(
         try:
             if native is not None:
                 enc = sysenv.fsencode
-                pid = native(
-                    enc(path),
-                    [enc(a) for a in argv],
-                    [enc(k) + b"=" + enc(v) for k, v in env.items()],
-                    wfd if relay else -1,
-                    sorted(mask),
-                    (signal.SIGPIPE, signal.SIGXFSZ),
-                    signal.SIGKILL,
-                )
+                start = (enc(path), [enc(a) for a in argv])
+                child_env = [enc(k) + b"=" + enc(v) for k, v in env.items()]
+                for attempt in (0, 1):
+                    try:
+                        pid = native(*start, child_env, wfd if relay else -1, sorted(mask),
+                                     (signal.SIGPIPE, signal.SIGXFSZ), signal.SIGKILL)
+                        break
+                    except OSError as e:
+                        if attempt or e.errno != ENOEXEC or not (argv[0] == path or exec_path):
+                            raise
+                        # a file with no #! line: what setpriv's execvp, which this replaces,
+                        # does with it (and bash too): run it with /bin/sh
+                        start = (b"/bin/sh", [b"/bin/sh", start[0], *start[1][1:]])
             else:
                 pid = posix.posix_spawn(
                     spawn_path,
