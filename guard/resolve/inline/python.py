@@ -16,6 +16,8 @@ import re
 import shlex
 import tokenize
 
+import re2
+
 from guard.ir import UNKNOWN
 from guard.record import dataclass, field
 from guard.resolve.inline.common import (
@@ -229,8 +231,11 @@ def _record(st: _State, f: Finding) -> None:
 
 
 class _Analyzer:
-    def __init__(self, state: _State) -> None:
+    def __init__(self, state: _State, environ: bool = True) -> None:
         self.st = state
+        # False when the source cannot name the environment (``_ENVIRON_REACH``): every
+        # is_environ test would answer False without evaluating anything, so none is made.
+        self.environ = environ
         self.deferred: list[tuple[ast.AST, dict]] = []
         self.cwd: str | None = None  # after os.chdir(...)
 
@@ -973,7 +978,7 @@ class _Analyzer:
         return r is not None and r.qual in {"os.environ", "os.environb", "posix.environ"}
 
     def check_env_subscript(self, node: ast.Subscript, env: dict) -> None:
-        if isinstance(node.ctx, ast.Load) and self.is_environ(node.value, env):
+        if self.environ and isinstance(node.ctx, ast.Load) and self.is_environ(node.value, env):
             key = self.ev(node.slice, env)
             if isinstance(key, str):
                 self.add(node, kind="token", var=key, detail="os.environ[]")
@@ -981,12 +986,14 @@ class _Analyzer:
                 self.note(node, "environment variable name not constant")
 
     def check_env_membership(self, node: ast.Compare, env: dict) -> None:
-        if len(node.ops) == 1 and isinstance(node.ops[0], ast.In | ast.NotIn) and self.is_environ(node.comparators[0], env):
+        if self.environ and len(node.ops) == 1 and isinstance(node.ops[0], ast.In | ast.NotIn) and self.is_environ(node.comparators[0], env):
             key = self.ev(node.left, env)
             if isinstance(key, str):
                 self.add(node, kind="token", var=key, detail="in os.environ")
 
     def check_env_iteration(self, it: ast.expr, env: dict) -> None:
+        if not self.environ:
+            return
         target = it
         if isinstance(it, ast.Call) and isinstance(it.func, ast.Attribute) and it.func.attr in {"items", "keys", "values"}:
             target = it.func.value
@@ -997,6 +1004,8 @@ class _Analyzer:
             self.add(it, kind="token", var="*", detail="os.environ iterated")
 
     def check_env_dump(self, node: ast.Call, env: dict) -> None:
+        if not self.environ:
+            return
         for a in [*node.args, *[k.value for k in node.keywords]]:
             if self.bare_environ(a, env, 0):
                 self.add(node, kind="token", var="*", detail="os.environ dumped")
@@ -1223,34 +1232,84 @@ def _literal(text: str) -> str | None:
 # ---------------------------------------------------------------------- entry point
 
 
-# Every name through which the analysis can report something or evaluate a part twice: the
-# modules whose functions and objects it follows (a Ref's name always starts with a module the
-# source imports by name, or one ``__import__``/``import_module``/``getattr`` computes), the
-# builtins that run built code, and the modules whose values it computes again (json.dumps,
-# shlex, pathlib …). ``test_inline_python`` checks each dotted name the analysis compares with
-# starts with one of these.
-_ACTED_ON = re.compile(
-    r"\b(?:os|posix|posixpath|subprocess|pty|asyncio|builtins|commands|platform|netrc|git|dulwich|pygit2|requests"
-    r"|httpx|aiohttp|urllib|urllib2|http|importlib|import_module|__import__|exec|eval|getattr|shlex|json|base64"
-    r"|binascii|bytes|codecs|zlib|shutil|pathlib|tempfile)\b")
-# A for statement starts a logical line, so it starts a line of the text (comprehensions, whose
-# loops are never unrolled, need not). Text with a carriage return (a line break to Python, not
-# to ``^``) counts every ``for``.
+# The gates' patterns are lists of literals searched over every inline program: RE2 reads them in
+# one pass of the text (Python's engine tries each alternative at each character, about ten times
+# slower here). Its ``\b`` is ASCII's, which is Python's on the ASCII text they are used on.
+_RE2_OPTIONS = re2.Options()
+_RE2_OPTIONS.never_capture = True
+# Every name through which the walk can report something: the modules and functions it follows to
+# a launch, a git library call, an HTTP request or an environment read, the builtins that run built
+# code or compute a name (``exec``, ``__import__``, ``getattr``, ``import_module``), and the objects
+# whose construction it evaluates (``git.Repo(path)``, ``urllib.request.Request``). A Ref's name is
+# spelled in the source, from an import and the attributes after it, unless one of those builtins
+# computes it, so a source that spells none of these can report nothing.
+# ``test_inline_python_gate`` checks every dotted name the analysis compares with against it.
+_SINKS = re2.compile(
+    r"\b(?:pty|git|http|netrc|eval|commands|platform|builtins|posix)\b"
+    r"|system|popen|exec|spawn|environ|getenv|subprocess|asyncio|dulwich|pygit2|requests|httpx|aiohttp|urllib"
+    r"|__import__|getattr|import_module|Repo|Git|Request|Connection", _RE2_OPTIONS)
+# What the evaluator computes from the modules it does not report on (``os.path.join``,
+# ``json.dumps``, ``shlex``, ``pathlib``, the decoders): a call to one of these evaluates its
+# arguments twice, so k of them nested cost up to 2**k times the work. Every occurrence counts,
+# nested or not, and only where the source names one of those modules (a Ref needs the name).
+_DOUBLERS = re2.compile(
+    r"join|expanduser|abspath|realpath|normpath|split|quote|dumps|fspath|Path|decode|unhexlify|fromhex"
+    r"|decompress|a2b_base64|which", _RE2_OPTIONS)
+_VALUE_MODULES = re2.compile(r"\b(?:os|posixpath|shlex|json|pathlib|base64|binascii|bytes|codecs|zlib|shutil)\b",
+                             _RE2_OPTIONS)
+# Whether an ASCII source can name the environment object (``os.environ``, or a name computed by
+# a builtin), or an is_environ test can evaluate a constructor's arguments: without any, none of
+# the checks for environment reads, iterations and dumps can find anything, and they are left out.
+_ENVIRON_REACH = re2.compile(r"environ|getattr|__import__|import_module|Repo|Git|Request|Connection|pygit2",
+                             _RE2_OPTIONS)
+# A for statement starts a logical line, so it starts a line of the text; text with a carriage
+# return (a line break to Python, not to ``^``) counts every ``for``. Either count bounds how deep
+# for statements nest, and stands in for ``_for_depth`` on a tree too deep for it here.
 _FOR_STATEMENT = re.compile(r"(?m)^[ \t\f]*(?:async[ \t]+)?for\b")
 _FOR = re.compile(r"\bfor\b")
 
 
-def _inert(source: str) -> bool:
-    """Whether the analysis of ``source`` (which parses) can report nothing at all, so the walk
-    over its tree can be left out: it names nothing in ``_ACTED_ON``, and the walk would stay
-    within ``MAX_STEPS``. Without those names each expression node is counted a few times at
-    most (under 4 per character of source), times 8 per for statement (a loop over up to 8
-    known items is walked once per item); the bound here is four times that. Text beyond ASCII is walked: Python folds identifiers to NFKC, so
-    ``ｏｓ`` is ``os``."""
-    if not source.isascii() or _ACTED_ON.search(source) is not None:
+def _for_depth(body: list[ast.stmt]) -> int:
+    """How many ``for`` statements enclose the most deeply looped statement of ``body``, through
+    every statement that holds others (``def`` and ``class`` included: a function defined in a
+    loop is walked once per pass of the loop)."""
+    deepest = 0
+    for s in body:
+        inner = 0
+        for name in ("body", "orelse", "finalbody"):
+            b = getattr(s, name, None)
+            if b and isinstance(b, list):
+                inner = max(inner, _for_depth(b))
+        for h in getattr(s, "handlers", ()):
+            inner = max(inner, _for_depth(h.body))
+        for c in getattr(s, "cases", ()):
+            inner = max(inner, _for_depth(c.body))
+        if isinstance(s, ast.For | ast.AsyncFor):
+            inner += 1
+        deepest = max(deepest, inner)
+    return deepest
+
+
+def _inert(source: str, tree: ast.Module) -> bool:
+    """Whether the analysis of ``source`` (which parses into ``tree``) can report nothing at all,
+    so the walk over its tree can be left out: it spells nothing in ``_SINKS``, and the walk would
+    stay within ``MAX_STEPS``. Each expression node is counted a few times per pass (under 4 per
+    character of source); each of the k calls in ``_DOUBLERS`` can double that for what it
+    holds; a statement is walked once per item of each ``for`` around it (a loop over up to 8
+    known items is walked once per item), so 8**depth times. The bound here is four times that.
+    Text beyond ASCII is walked: Python folds identifiers to NFKC, so ``ｏｓ`` is ``os``."""
+    if not source.isascii() or _SINKS.search(source) is not None:
         return False
-    loops = len((_FOR if "\r" in source else _FOR_STATEMENT).findall(source))
-    return loops < 6 and len(source) * 16 * 8**loops < MAX_STEPS
+    doublings = len(_DOUBLERS.findall(source)) if _VALUE_MODULES.search(source) is not None else 0
+    loops = 0
+    if "for" in source:
+        try:
+            loops = _for_depth(tree.body)
+        except RecursionError:
+            loops = len((_FOR if "\r" in source else _FOR_STATEMENT).findall(source))
+    if doublings + 3 * loops > 24:
+        return False
+    return len(source) * 16 * 2**doublings * 8**loops < MAX_STEPS
 
 
 def _analyze(source: str, st: _State) -> None:
@@ -1259,9 +1318,10 @@ def _analyze(source: str, st: _State) -> None:
     except (SyntaxError, ValueError, MemoryError, RecursionError) as exc:
         _fallback_scan(source, st, type(exc).__name__)
         return
-    if not st.exec_nesting and _inert(source):
-        return  # most inline programs (pandas, django, print(...)): nothing for the walk to find
-    an = _Analyzer(st)
+    if not st.exec_nesting and _inert(source, tree):
+        return  # most inline programs (pandas, django, os.path, json): nothing for the walk to find
+    # beyond ASCII a name can be spelled in other letters that fold to it (NFKC)
+    an = _Analyzer(st, not source.isascii() or _ENVIRON_REACH.search(source) is not None)
     try:
         an.module(tree)
     except _Budget:
