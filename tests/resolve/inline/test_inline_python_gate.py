@@ -160,3 +160,20 @@ def test_corpus_programs_analyse_the_same_without_the_walk(monkeypatch: pytest.M
         with monkeypatch.context() as m:
             m.setattr(py, "_inert", lambda s, t: False)
             assert real(source, argv) == gated, textwrap.shorten(source, 200)
+
+
+def test_a_walked_program_that_cannot_name_the_environment_makes_no_environment_check(
+        monkeypatch: pytest.MonkeyPatch) -> None:
+    tested: list[ast.AST] = []
+    real = py._Analyzer.is_environ
+
+    def spy(self, node, env):  # type: ignore[no-untyped-def]
+        tested.append(node)
+        return real(self, node, env)
+
+    monkeypatch.setattr(py._Analyzer, "is_environ", spy)
+    source = "import subprocess\nfor x in sorted(['a']):\n    print(x, {'k': x}['k'], x in 'abc')\nsubprocess.run(['git', 'push'])\n"
+    findings, notes = py.analyze_python(source)
+    assert [f.argv for f in findings] == [("git", "push")] and not tested
+    findings, notes = py.analyze_python("import os\n" + source + "print(os.environ)\n")
+    assert tested and any(f.kind == "token" and f.var == "*" for f in findings)
