@@ -9,16 +9,24 @@ command's cost. Throughput and the per-command median and p99 are given in wall 
 time (the figures to trust when the load average is high). ``--baseline DIR`` measures the guard checkout in DIR (for instance the
 code before a change, from ``git worktree add``) the same way in the same run, one after the
 other, and prints both, then the headline figures side by side. Targets: >= 20,000 checks/s and p99 < 0.5 ms. Asserts nothing.
+
+``--instructions`` counts instead, under valgrind's callgrind, the user-space instructions per
+command of every 20th corpus command (1,472), after a warm-up on the commands halfway between
+them, with ``PYTHONHASHSEED=0`` and private cache folders: a figure that does not move with the
+machine's load, for this tree and the baseline.
 """
 
 from __future__ import annotations
 
 import argparse
+import compileall
 import json
 import os
+import shutil
 import statistics
 import subprocess
 import sys
+import tempfile
 import time
 from pathlib import Path
 
@@ -93,6 +101,48 @@ def measure(repo: Path, shared: Path, limit: int | None) -> dict:
     }
 
 
+def counted(repo: Path, shared: Path) -> int:
+    """Run every 20th corpus command inside ``functools.reduce`` (the one function callgrind
+    collects in), after the others halfway between them; the number of commands run."""
+    import functools
+
+    sys.path.insert(0, str(repo))
+    from guard.context import Context
+    from guard.engine import analyze
+
+    ctx = Context.from_environ(cwd="/workspace/app", trees=("/workspace",), env={"HOME": "/root", "PATH": "/usr/bin:/bin"})
+    corpus = commands(shared / "corpus" / "agent-commands.jsonl", None)
+    for c in corpus[10::20]:
+        analyze(c, ctx)
+    sample = corpus[::20]
+    functools.reduce(lambda _, c: analyze(c, ctx) and None, sample, None)
+    return len(sample)
+
+
+def instructions(trees: list[tuple[str, str]], shared: Path) -> None:
+    """Instructions per command for each tree, counted by callgrind in a child of its own."""
+    if not shutil.which("valgrind"):
+        raise SystemExit("analysis_bench: --instructions needs valgrind")
+    results = []
+    for label, repo in trees:
+        compileall.compile_dir(str(Path(repo) / "guard"), quiet=1)  # count the analysis, not a compile
+        out = Path(tempfile.mkdtemp(prefix="analysis-bench-cg-"))
+        env = {**os.environ, "PYTHONHASHSEED": "0", "XDG_CACHE_HOME": str(out / "cache"), "HOME": str(out)}
+        args = ["valgrind", "--tool=callgrind", "--collect-atstart=no", "--toggle-collect=functools_reduce",
+                f"--callgrind-out-file={out}/cg.out", sys.executable, __file__, "--counted", "--repo", repo,
+                "--shared", str(shared)]
+        done = subprocess.run(args, capture_output=True, text=True, check=True, env=env)
+        n = int(done.stdout.strip().splitlines()[-1])
+        total = next(int(line.split()[1]) for line in (out / "cg.out").read_text().splitlines()
+                     if line.startswith("totals:"))
+        results.append((label, n, total))
+        shutil.rmtree(out, ignore_errors=True)
+    for label, n, total in results:
+        print(f"{label}: {total / n:,.0f} instructions per command ({n:,} commands, {total:,} in all)")
+    if len(results) == 2:
+        print(f"this tree / baseline: {results[0][2] / results[1][2]:.3f}x")
+
+
 def report(label: str, r: dict) -> None:
     print(f"{label}: corpus {r['n']} commands in {r['wall']:.2f} s = {r['n'] / r['wall']:,.0f} checks/s "
           f"(one pass; CPU {r['cpu']:.2f} s = {r['n'] / r['cpu']:,.0f} checks per CPU-second)")
@@ -130,8 +180,18 @@ def main() -> None:
     ap.add_argument("--baseline", default=None, help="another guard checkout, measured the same way in this run")
     ap.add_argument("--repo", default=None, help=argparse.SUPPRESS)  # the child's tree (for --baseline)
     ap.add_argument("--json", action="store_true", help=argparse.SUPPRESS)
+    ap.add_argument("--instructions", action="store_true",
+                    help="instead: instructions per command under callgrind (every 20th corpus command)")
+    ap.add_argument("--counted", action="store_true", help=argparse.SUPPRESS)  # the child callgrind runs
     ns = ap.parse_args()
     shared = Path(ns.shared).resolve()
+    if ns.counted:
+        print(counted(Path(ns.repo), shared))
+        return
+    if ns.instructions:
+        trees = [("this tree", str(REPO))] + ([("baseline", str(Path(ns.baseline).resolve()))] if ns.baseline else [])
+        instructions(trees, shared)
+        return
     if ns.json:
         print(json.dumps(measure(Path(ns.repo), shared, ns.limit)))
         return

@@ -60,6 +60,10 @@ def _child_nodes(node: ast.AST) -> list[ast.AST]:
     return out
 
 
+# Each node class's field names, last first, for the expression scan (built on first sight).
+_REVERSED_FIELDS: dict[type, tuple[str, ...]] = {}
+
+
 @dataclass(frozen=True)
 class Ref:
     """A module, function or object the analysis tracks by qualified name.
@@ -383,21 +387,28 @@ class _Analyzer:
 
     def scan(self, expr: ast.expr, env: dict) -> None:
         """Report every call, token read and environment dump inside an expression."""
+        st = self.st
         stack: list[ast.AST] = [expr]
+        pop, push = stack.pop, stack.append
         while stack:
-            node = stack.pop()
-            self.st.steps += 1
-            if self.st.steps > MAX_STEPS:
+            node = pop()
+            st.steps += 1
+            if st.steps > MAX_STEPS:
                 raise _Budget
             kind = type(node)
             if kind is ast.Name or kind is ast.Constant:
                 # Leaves, a third of what is visited: a Constant has no child nodes and a Name
                 # only its context (Load/Store), which would be popped next and only counted.
                 if kind is ast.Name:
-                    self.st.steps += 1
-                    if self.st.steps > MAX_STEPS:
+                    st.steps += 1
+                    if st.steps > MAX_STEPS:
                         raise _Budget
                 continue
+            fields = _REVERSED_FIELDS.get(kind)
+            if fields is None:
+                fields = _REVERSED_FIELDS[kind] = tuple(reversed(kind._fields))
+            if not fields:
+                continue  # a context or an operator (Load, Add …): counted, nothing in it
             if isinstance(node, ast.Call):
                 self.call(node, env)
             elif isinstance(node, ast.Subscript):
@@ -406,12 +417,16 @@ class _Analyzer:
                 self.check_env_membership(node, env)
             elif isinstance(node, ast.comprehension):
                 self.check_env_iteration(node.iter, env)
-            elif isinstance(node, ast.Lambda):
-                pass
-            kids = _child_nodes(node)
-            if kids:
-                kids.reverse()
-                stack.extend(kids)
+            # The child nodes go on the stack last first, so they are visited in the order
+            # ``ast.iter_child_nodes`` gives them, without building their list.
+            for name in fields:
+                value = getattr(node, name, None)
+                if isinstance(value, ast.AST):
+                    push(value)
+                elif isinstance(value, list):
+                    for item in reversed(value):
+                        if isinstance(item, ast.AST):
+                            push(item)
 
     def ref(self, node: ast.expr, env: dict, depth: int = 0) -> Ref | None:
         if depth > MAX_DEPTH:
