@@ -1253,16 +1253,16 @@ def _literal(text: str) -> str | None:
 _RE2_OPTIONS = re2.Options()
 _RE2_OPTIONS.never_capture = True
 # Every name through which the walk can report something: the modules and functions it follows to
-# a launch, a git library call, an HTTP request or an environment read, the builtins that run built
-# code or compute a name (``exec``, ``__import__``, ``getattr``, ``import_module``), and the objects
-# whose construction it evaluates (``git.Repo(path)``, ``urllib.request.Request``). A Ref's name is
-# spelled in the source, from an import and the attributes after it, unless one of those builtins
-# computes it, so a source that spells none of these can report nothing.
+# a launch, a git library call, an HTTP request or an environment read (``os.execv`` and its kin,
+# ``posix_spawn``, ``os.environb`` and ``urllib2`` by their stems), and the builtins that run built
+# code or compute a name (``exec``, ``__import__``, ``getattr``, ``import_module``). A Ref's name is
+# spelled in the source as whole identifiers, from an import and the attributes after it, unless
+# one of those builtins computes it, so a source that spells none of these can report nothing.
 # ``test_inline_python_gate`` checks every dotted name the analysis compares with against it.
 _SINKS = re2.compile(
-    r"\b(?:pty|git|http|netrc|eval|commands|platform|builtins|posix)\b"
-    r"|system|popen|exec|spawn|environ|getenv|subprocess|asyncio|dulwich|pygit2|requests|httpx|aiohttp|urllib"
-    r"|__import__|getattr|import_module|Repo|Git|Request|Connection", _RE2_OPTIONS)
+    r"\b(?:pty|git|http|netrc|eval|commands|platform|builtins|posix|system|popen|getenv|subprocess|asyncio"
+    r"|dulwich|pygit2|requests|httpx|aiohttp|__import__|getattr|import_module)\b"
+    r"|\b(?:exec|spawn|posix_spawn|environ|urllib)", _RE2_OPTIONS)
 # What the evaluator computes from the modules it does not report on (``os.path.join``,
 # ``json.dumps``, ``shlex``, ``pathlib``, the decoders): a call to one of these evaluates its
 # arguments twice, so k of them nested cost up to 2**k times the work. Every occurrence counts,
@@ -1273,10 +1273,12 @@ _DOUBLERS = re2.compile(
 _VALUE_MODULES = re2.compile(r"\b(?:os|posixpath|shlex|json|pathlib|base64|binascii|bytes|codecs|zlib|shutil)\b",
                              _RE2_OPTIONS)
 # Whether an ASCII source can name the environment object (``os.environ``, or a name computed by
-# a builtin), or an is_environ test can evaluate a constructor's arguments: without any, none of
-# the checks for environment reads, iterations and dumps can find anything, and they are left out.
-_ENVIRON_REACH = re2.compile(r"environ|getattr|__import__|import_module|Repo|Git|Request|Connection|pygit2",
-                             _RE2_OPTIONS)
+# a builtin), or an is_environ test can evaluate arguments (a computed name, or a constructor the
+# analysis reads: ``git.Repo(path)``, ``urllib.request.Request``, ``http.client``): without any,
+# none of the checks for environment reads, iterations and dumps can find anything, and they are
+# left out.
+_ENVIRON_REACH = re2.compile(
+    r"\benviron|\b(?:getattr|__import__|import_module|git|dulwich|pygit2|urllib|urllib2|http)\b", _RE2_OPTIONS)
 # A for statement starts a logical line, so it starts a line of the text; text with a carriage
 # return (a line break to Python, not to ``^``) counts every ``for``. Either count bounds how deep
 # for statements nest, and stands in for ``_for_depth`` on a tree too deep for it here.

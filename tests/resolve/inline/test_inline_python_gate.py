@@ -18,10 +18,18 @@ from guard.context import Context
 CTX = Context.from_environ(cwd="/workspace/app", trees=("/workspace",), env={"HOME": "/root", "PATH": "/usr/bin:/bin"})
 
 
+class _Everywhere:
+    """A pattern found in any text: every walked program gets the environment checks."""
+
+    def search(self, text: str) -> bool:
+        return True
+
+
 def _both(source: str, monkeypatch: pytest.MonkeyPatch) -> tuple[tuple, tuple]:
     gated = py.analyze_python(source)
     with monkeypatch.context() as m:
         m.setattr(py, "_inert", lambda s, t: False)
+        m.setattr(py, "_ENVIRON_REACH", _Everywhere())
         full = py.analyze_python(source)
     return gated, full
 
@@ -52,6 +60,7 @@ TEMPLATES = [
     "import {head}\nprint('GH_TOKEN' in {name})\n",
     "import {head}\nx = {name}({name}({name}({name}('git push'))))\n{name}(x)\n",
     "import {head}\nf = {name}\nf('git', 'push')\nprint(f)\n",
+    "import {head}\nprint({name}('.')[0], {name}('.').x['k'], 'GH_TOKEN' in {name}('.'))\n",
     "from {mod} import {last}\n{last}('git push')\nprint({last})\n",
 ]
 
@@ -88,6 +97,7 @@ INERT = [
     "import os\nprint(os.path.join('a', 'b'), os.path.exists('c'))",
     "import os, json\nfor f in os.listdir('.'):\n    print(json.dumps(f))",
     "".join(f"for {v} in 1, 2, 3, 4, 5, 6, 7, 8:\n    print({v})\n" for v in "abcdefg"),
+    "from sympy.physics.units.systems.si import SI\nprint(SI.get_units_non_prefixed())",  # a longer name
 ]
 # … and programs the walk must still read: a module or builtin it follows under another spelling,
 # decoded or built code, text beyond ASCII (NFKC-folded names), loops that could outrun the step
@@ -159,6 +169,7 @@ def test_corpus_programs_analyse_the_same_without_the_walk(monkeypatch: pytest.M
         gated = real(source, argv)
         with monkeypatch.context() as m:
             m.setattr(py, "_inert", lambda s, t: False)
+            m.setattr(py, "_ENVIRON_REACH", _Everywhere())
             assert real(source, argv) == gated, textwrap.shorten(source, 200)
 
 
@@ -172,8 +183,8 @@ def test_a_walked_program_that_cannot_name_the_environment_makes_no_environment_
         return real(self, node, env)
 
     monkeypatch.setattr(py._Analyzer, "is_environ", spy)
-    source = "import subprocess\nfor x in sorted(['a']):\n    print(x, {'k': x}['k'], x in 'abc')\nsubprocess.run(['git', 'push'])\n"
+    source = "import subprocess\nfor x in sorted(['a']):\n    print(x, {'k': x}['k'], x in 'abc')\nsubprocess.run(['gh', 'pr', 'create'])\n"
     findings, notes = py.analyze_python(source)
-    assert [f.argv for f in findings] == [("git", "push")] and not tested
+    assert [f.argv for f in findings] == [("gh", "pr", "create")] and not tested
     findings, notes = py.analyze_python("import os\n" + source + "print(os.environ)\n")
     assert tested and any(f.kind == "token" and f.var == "*" for f in findings)
