@@ -54,21 +54,20 @@ def classify(script: Script, res: Resolution, ctx: Context, rs: RuleSet) -> Verd
         facts = facts_for(inv, world)
         in_tree = facts.get("repo") if "repo" in facts else where(inv.cwd, world)
         places.append(_PLACE.get(in_tree))  # type: ignore[arg-type]
-        allows, refusals, gates = compiled.by_program.get(facts.get("program") or inv.program) or _candidates(
-            rs, facts.get("program") or inv.program)
+        program = facts.get("program") or inv.program
+        allows, refusals, gates = compiled.by_program.get(program) or _candidates(rs, program)
         if gates is not None and gates.isdisjoint(facts):
             continue  # every rule left needs a fact this invocation lacks (ls, cat, pytest …)
+        refusals = _passing(compiled, program, refusals, facts)
+        if not refusals:
+            continue  # no refusing rule passes its gate, and allow rules only lift refusals
         exempt: set[str] = set()
         for _, exempts, checks in allows:
             if match_compiled(checks, facts) == "yes":
                 exempt.update(exempts)
-        for rule, cat, rank, checks, gate, gate_wants in refusals:
+        for rule, cat, rank, checks, _gate, _wants in refusals:
             if cat in exempt:
                 continue
-            if gate is not None:  # one of the rule's own checks, tried inline: most rules fail it
-                have = facts.get(gate)
-                if have not in gate_wants and not (have == "unknown" and "tree" in gate_wants):
-                    continue
             m = match_compiled(checks, facts)
             if m is None:
                 continue
@@ -121,6 +120,41 @@ class _Compiled:
         # the order rules are tried: by ``priority`` (higher first), then as written
         self.ordered = sorted(rs.rules, key=lambda r: -int(r.get("priority", 0)))
         self.by_program: dict[str, tuple[list[tuple], list[tuple], frozenset[str] | None]] = {}
+        # per program: its refusing rules' gate facts, and by the values an invocation has for
+        # them, the rules whose gates those values pass (``_passing``)
+        self.passing: dict[str, tuple[tuple[str, ...], dict[tuple, list[tuple]]]] = {}
+
+
+def _gate_passes(have: object, wants: tuple) -> bool:
+    """Whether a fact's value passes a rule's gate: its first plain check other than program
+    (a value ``"unknown"`` passes a gate that wants ``"tree"``, as in ``match_compiled``)."""
+    return have in wants or (have == "unknown" and "tree" in wants)
+
+
+def _passing(compiled: _Compiled, program: str, refusals: list[tuple], facts: dict) -> list[tuple]:
+    """The refusing rules of ``refusals`` whose gates ``facts`` pass, in trial order.
+
+    Which rules pass depends only on the invocation's values for the few facts the rules gate on
+    (git's 32 refusing rules gate on 10, most on ``subcommand``), so the list is kept per
+    program and per those values: an invocation tries only the rules whose own first check it
+    passes, and one that passes none skips the allow rules too (they only lift refusals).
+    """
+    entry = compiled.passing.get(program)
+    if entry is None:
+        entry = (tuple(dict.fromkeys(r[4] for r in refusals if r[4] is not None)), {})
+        if len(compiled.passing) < 512:  # as many programs as by_program keeps
+            compiled.passing[program] = entry
+    names, by_values = entry
+    key = tuple([facts.get(n) for n in names])
+    try:
+        hit = by_values.get(key)
+    except TypeError:  # a value that cannot be a key (a list): decided here, not kept
+        return [r for r in refusals if r[4] is None or _gate_passes(facts.get(r[4]), r[5])]
+    if hit is None:
+        hit = [r for r in refusals if r[4] is None or _gate_passes(facts.get(r[4]), r[5])]
+        if len(by_values) < 1024:
+            by_values[key] = hit
+    return hit
 
 
 _recent: dict = {}
