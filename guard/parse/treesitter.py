@@ -79,7 +79,8 @@ _EXPANSIONS = frozenset({"simple_expansion", "expansion", "command_substitution"
                          "process_substitution"})
 _DEFAULT_OPS = frozenset({":-", "-", ":=", "=", ":?", "?", ":+", "+"})
 _PLAIN = frozenset(" \t\n\\$'\"`<>")
-_NON_ASCII = re.compile(r"[^\x00-\x7f]")
+# Runs of characters of one UTF-8 width: 2, 3 (surrogates too, as surrogatepass writes them), 4.
+_WIDE_RUNS = re.compile("([\u0080-\u07ff]+)|([\u0800-\uffff]+)|([\U00010000-\U0010ffff]+)")
 
 
 class Unparsed(Exception):
@@ -866,17 +867,19 @@ def _multibyte_map(src: str) -> tuple[list[int], list[int]]:
     """For ``ch``: the byte offset of each character that takes more than one UTF-8 byte, and the
     running count of extra bytes before and after each of them (``extra[0]`` is 0).
 
-    Only the non-ASCII characters are visited, so a long mostly-ASCII command costs little.
+    Only the non-ASCII characters are visited, a run of characters of one width at a time: within
+    a run both lists step evenly, so each run is two ranges (box-drawing lines and emoji in a
+    here-document cost a run each, not a match per character).
     """
     starts: list[int] = []
     extra = [0]
     total = 0
-    for m in _NON_ASCII.finditer(src):
-        c = m.group()
-        n = 2 if c < "\u0800" else 3 if c < "\U00010000" else 4  # surrogates: 3, as surrogatepass
-        starts.append(m.start() + total)
-        total += n - 1
-        extra.append(total)
+    for m in _WIDE_RUNS.finditer(src):
+        n = 2 if m.group(1) else 3 if m.group(2) else 4
+        first, count = m.start() + total, m.end() - m.start()
+        starts.extend(range(first, first + count * n, n))
+        extra.extend(range(total + n - 1, total + count * (n - 1) + 1, n - 1))
+        total += count * (n - 1)
     return starts, extra
 
 
