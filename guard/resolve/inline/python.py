@@ -1286,22 +1286,44 @@ _FOR_STATEMENT = re.compile(r"(?m)^[ \t\f]*(?:async[ \t]+)?for\b")
 _FOR = re.compile(r"\bfor\b")
 
 
-def _for_depth(body: list[ast.stmt]) -> int:
-    """How many ``for`` statements enclose the most deeply looped statement of ``body``, through
-    every statement that holds others (``def`` and ``class`` included: a function defined in a
-    loop is walked once per pass of the loop)."""
+# Loop iterables the evaluator never makes a tuple of (a string, a dict, a comprehension, an
+# operator it does not compute): a for statement over one walks its body once.
+_NEVER_A_TUPLE = (ast.Constant, ast.JoinedStr, ast.Dict, ast.ListComp, ast.SetComp, ast.DictComp, ast.GeneratorExp,
+                  ast.Lambda, ast.Compare, ast.BoolOp, ast.UnaryOp)
+
+
+def _may_unroll(it: ast.expr, shlex_named: bool) -> bool:
+    """Whether ``ev`` can make a tuple of a for statement's iterable, so the loop may be walked
+    once per item. Of calls only these can give one: ``str.split`` and ``tuple.copy`` (a method
+    of that name), ``list``, ``tuple`` and ``compile`` of a tuple, and ``shlex.split`` under any
+    name where the source names shlex; ``range(…)``, ``enumerate(…)``, ``open(…)`` and
+    ``ws.iter_rows()`` never do."""
+    if isinstance(it, ast.Call):
+        f = it.func
+        if isinstance(f, ast.Attribute):
+            return f.attr in ("split", "copy")
+        if isinstance(f, ast.Name):
+            return f.id in ("list", "tuple", "compile") or shlex_named
+        return True
+    return not isinstance(it, _NEVER_A_TUPLE)
+
+
+def _for_depth(body: list[ast.stmt], shlex_named: bool = True) -> int:
+    """How many ``for`` statements that may be unrolled (``_may_unroll``) enclose the most
+    deeply looped statement of ``body``, through every statement that holds others (``def`` and
+    ``class`` included: a function defined in a loop is walked once per pass of the loop)."""
     deepest = 0
     for s in body:
         inner = 0
         for name in ("body", "orelse", "finalbody"):
             b = getattr(s, name, None)
             if b and isinstance(b, list):
-                inner = max(inner, _for_depth(b))
+                inner = max(inner, _for_depth(b, shlex_named))
         for h in getattr(s, "handlers", ()):
-            inner = max(inner, _for_depth(h.body))
+            inner = max(inner, _for_depth(h.body, shlex_named))
         for c in getattr(s, "cases", ()):
-            inner = max(inner, _for_depth(c.body))
-        if isinstance(s, ast.For | ast.AsyncFor):
+            inner = max(inner, _for_depth(c.body, shlex_named))
+        if isinstance(s, ast.For | ast.AsyncFor) and _may_unroll(s.iter, shlex_named):
             inner += 1
         deepest = max(deepest, inner)
     return deepest
@@ -1312,8 +1334,9 @@ def _inert(source: str, tree: ast.Module) -> bool:
     so the walk over its tree can be left out: it spells nothing in ``_SINKS``, and the walk would
     stay within ``MAX_STEPS``. Each expression node is counted a few times per pass (under 4 per
     character of source); each of the k calls in ``_DOUBLERS`` can double that for what it
-    holds; a statement is walked once per item of each ``for`` around it (a loop over up to 8
-    known items is walked once per item), so 8**depth times. The bound here is four times that.
+    holds; a statement is walked once per item of each ``for`` around it that may be unrolled
+    (a loop over up to 8 known items is walked once per item), so 8**depth times. The bound
+    here is four times that.
     Text beyond ASCII is walked: Python folds identifiers to NFKC, so ``ｏｓ`` is ``os``."""
     if not source.isascii() or _SINKS.search(source) is not None:
         return False
@@ -1321,7 +1344,7 @@ def _inert(source: str, tree: ast.Module) -> bool:
     loops = 0
     if "for" in source:
         try:
-            loops = _for_depth(tree.body)
+            loops = _for_depth(tree.body, "shlex" in source)
         except RecursionError:
             loops = len((_FOR if "\r" in source else _FOR_STATEMENT).findall(source))
     if doublings + 3 * loops > 24:

@@ -98,6 +98,9 @@ INERT = [
     "import os, json\nfor f in os.listdir('.'):\n    print(json.dumps(f))",
     "".join(f"for {v} in 1, 2, 3, 4, 5, 6, 7, 8:\n    print({v})\n" for v in "abcdefg"),
     "from sympy.physics.units.systems.si import SI\nprint(SI.get_units_non_prefixed())",  # a longer name
+    # loops the evaluator never unrolls (over range, enumerate, a method's result), nested
+    "import json\nfor i in range(3):\n    for j, row in enumerate(open('f')):\n        for k in row.items():\n"
+    "            for m in json.loads(k):\n                print(i, j, k, m)\n",
 ]
 # … and programs the walk must still read: a module or builtin it follows under another spelling,
 # decoded or built code, text beyond ASCII (NFKC-folded names), loops that could outrun the step
@@ -188,3 +191,25 @@ def test_a_walked_program_that_cannot_name_the_environment_makes_no_environment_
     assert [f.argv for f in findings] == [("gh", "pr", "create")] and not tested
     findings, notes = py.analyze_python("import os\n" + source + "print(os.environ)\n")
     assert tested and any(f.kind == "token" and f.var == "*" for f in findings)
+
+
+# Loops the evaluator unrolls, nested past the step budget: over a string's split, a list() of a
+# tuple, and shlex.split under another name.
+UNROLLED = [
+    "".join(" " * d + f"for v{d} in {it}:\n" for d in range(5)) + "     x = [v0, v1, v2, v3, v4]\n"
+    for it in ("'1 2 3 4 5 6 7 8'.split()", "list((1, 2, 3, 4, 5, 6, 7, 8))")
+] + [
+    "from shlex import split as sp\n" + "".join(" " * d + f"for v{d} in sp('1 2 3 4 5 6 7 8'):\n" for d in range(5))
+    + "     x = [v0, v1, v2, v3, v4]\n",
+]
+
+
+@pytest.mark.parametrize("source", UNROLLED)
+def test_the_gate_tells_loops_the_evaluator_unrolls_from_loops_it_walks_once(
+        source: str, monkeypatch: pytest.MonkeyPatch) -> None:
+    once = source.replace("'1 2 3 4 5 6 7 8'.split()", "range(8)").replace("list((1, 2, 3, 4, 5, 6, 7, 8))", "range(8)")
+    once = once.replace("sp('1 2 3 4 5 6 7 8')", "range(8)").replace("from shlex import split as sp\n", "")
+    assert _gate(once) and _both(once, monkeypatch) == (([], []), ([], []))
+    assert not _gate(source)
+    gated, full = _both(source, monkeypatch)
+    assert gated == full and any("budget" in n for n in gated[1])
