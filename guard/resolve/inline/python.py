@@ -15,6 +15,7 @@ import posixpath
 import re
 import shlex
 import tokenize
+import unicodedata
 
 import re2
 
@@ -1254,15 +1255,15 @@ _RE2_OPTIONS = re2.Options()
 _RE2_OPTIONS.never_capture = True
 # Every name through which the walk can report something: the modules and functions it follows to
 # a launch, a git library call, an HTTP request or an environment read (``os.execv`` and its kin,
-# ``posix_spawn``, ``os.environb`` and ``urllib2`` by their stems), and the builtins that run built
-# code or compute a name (``exec``, ``__import__``, ``getattr``, ``import_module``). A Ref's name is
+# ``posix_spawn``, ``os.environb``, ``urllib2``), and the builtins that run built code or compute
+# a name (``exec``, ``__import__``, ``getattr``, ``import_module``). A Ref's name is
 # spelled in the source as whole identifiers, from an import and the attributes after it, unless
 # one of those builtins computes it, so a source that spells none of these can report nothing.
 # ``test_inline_python_gate`` checks every dotted name the analysis compares with against it.
 _SINKS = re2.compile(
     r"\b(?:pty|git|http|netrc|eval|commands|platform|builtins|posix|system|popen|getenv|subprocess|asyncio"
-    r"|dulwich|pygit2|requests|httpx|aiohttp|__import__|getattr|import_module)\b"
-    r"|\b(?:exec|spawn|posix_spawn|environ|urllib)", _RE2_OPTIONS)
+    r"|dulwich|pygit2|requests|httpx|aiohttp|__import__|getattr|import_module|environb?|urllib2?|posix_spawnp?"
+    r"|(?:exec|spawn)(?:v|ve|vp|vpe|l|le|lp|lpe)?)\b", _RE2_OPTIONS)
 # What the evaluator computes from the modules it does not report on (``os.path.join``,
 # ``json.dumps``, ``shlex``, ``pathlib``, the decoders): a call to one of these evaluates its
 # arguments twice, so k of them nested cost up to 2**k times the work. Every occurrence counts,
@@ -1272,7 +1273,7 @@ _DOUBLERS = re2.compile(
     r"|decompress|a2b_base64|which", _RE2_OPTIONS)
 _VALUE_MODULES = re2.compile(r"\b(?:os|posixpath|shlex|json|pathlib|base64|binascii|bytes|codecs|zlib|shutil)\b",
                              _RE2_OPTIONS)
-# Whether an ASCII source can name the environment object (``os.environ``, or a name computed by
+# Whether a source can name the environment object (``os.environ``, or a name computed by
 # a builtin), or an is_environ test can evaluate arguments (a computed name, or a constructor the
 # analysis reads: ``git.Repo(path)``, ``urllib.request.Request``, ``http.client``): without any,
 # none of the checks for environment reads, iterations and dumps can find anything, and they are
@@ -1329,22 +1330,29 @@ def _for_depth(body: list[ast.stmt], shlex_named: bool = True) -> int:
     return deepest
 
 
+def _spelled(source: str) -> str:
+    """``source`` with its identifiers as Python reads them: folded to NFKC (``ｏｓ`` is ``os``).
+    Code outside strings and comments is ASCII around its identifiers, so each stays a whole
+    word; RE2's ``\\b`` takes a letter beyond ASCII for a boundary, which only finds more."""
+    return source if source.isascii() else unicodedata.normalize("NFKC", source)
+
+
 def _inert(source: str, tree: ast.Module) -> bool:
     """Whether the analysis of ``source`` (which parses into ``tree``) can report nothing at all,
-    so the walk over its tree can be left out: it spells nothing in ``_SINKS``, and the walk would
-    stay within ``MAX_STEPS``. Each expression node is counted a few times per pass (under 4 per
-    character of source); each of the k calls in ``_DOUBLERS`` can double that for what it
-    holds; a statement is walked once per item of each ``for`` around it that may be unrolled
-    (a loop over up to 8 known items is walked once per item), so 8**depth times. The bound
-    here is four times that.
-    Text beyond ASCII is walked: Python folds identifiers to NFKC, so ``ｏｓ`` is ``os``."""
-    if not source.isascii() or _SINKS.search(source) is not None:
+    so the walk over its tree can be left out: it spells nothing in ``_SINKS`` (after folding,
+    ``_spelled``), and the walk would stay within ``MAX_STEPS``. Each expression node is counted
+    a few times per pass (under 4 per character of source); each of the k calls in
+    ``_DOUBLERS`` can double that for what it holds; a statement is walked once per item of
+    each ``for`` around it that may be unrolled (a loop over up to 8 known items is walked once
+    per item), so 8**depth times. The bound here is four times that."""
+    text = _spelled(source)
+    if _SINKS.search(text) is not None:
         return False
-    doublings = len(_DOUBLERS.findall(source)) if _VALUE_MODULES.search(source) is not None else 0
+    doublings = len(_DOUBLERS.findall(text)) if _VALUE_MODULES.search(text) is not None else 0
     loops = 0
-    if "for" in source:
+    if "for" in text:
         try:
-            loops = _for_depth(tree.body, "shlex" in source)
+            loops = _for_depth(tree.body, "shlex" in text)
         except RecursionError:
             loops = len((_FOR if "\r" in source else _FOR_STATEMENT).findall(source))
     if doublings + 3 * loops > 24:
@@ -1360,8 +1368,7 @@ def _analyze(source: str, st: _State) -> None:
         return
     if not st.exec_nesting and _inert(source, tree):
         return  # most inline programs (pandas, django, os.path, json): nothing for the walk to find
-    # beyond ASCII a name can be spelled in other letters that fold to it (NFKC)
-    an = _Analyzer(st, not source.isascii() or _ENVIRON_REACH.search(source) is not None)
+    an = _Analyzer(st, _ENVIRON_REACH.search(_spelled(source)) is not None)
     try:
         an.module(tree)
     except _Budget:

@@ -98,6 +98,8 @@ INERT = [
     "import os, json\nfor f in os.listdir('.'):\n    print(json.dumps(f))",
     "".join(f"for {v} in 1, 2, 3, 4, 5, 6, 7, 8:\n    print({v})\n" for v in "abcdefg"),
     "from sympy.physics.units.systems.si import SI\nprint(SI.get_units_non_prefixed())",  # a longer name
+    # text beyond ASCII in strings only, and a method whose name starts like os.execv's
+    "import sqlite3\nc = sqlite3.connect('db')\nc.execute('select 1')\nprint('✅ done ═══', c)",
     # loops the evaluator never unrolls (over range, enumerate, a method's result), nested
     "import json\nfor i in range(3):\n    for j, row in enumerate(open('f')):\n        for k in row.items():\n"
     "            for m in json.loads(k):\n                print(i, j, k, m)\n",
@@ -113,6 +115,7 @@ WALKED = [
     "getattr(__import__('subprocess'), 'run')(['git', 'push'])",
     "exec(bytes.fromhex('7072696e74283129').decode())",
     "import ｓｕｂｐｒｏｃｅｓｓ\nｓｕｂｐｒｏｃｅｓｓ.run(['git', 'push'])",
+    "import os\nprint('✅')\nos.ｅｘｅｃｖｐ('git', ['git', 'push'])",
     "import json\nx = " + "json.dumps(" * 20 + "1" + ")" * 20,
     "for a in 1, 2, 3, 4, 5, 6, 7, 8:\n for b in 1, 2, 3, 4, 5, 6, 7, 8:\n  for c in 1, 2, 3, 4, 5, 6, 7, 8:\n"
     "   for d in 1, 2, 3, 4, 5, 6, 7, 8:\n    for e in 1, 2, 3, 4, 5, 6, 7, 8:\n     x = [-a, -b, -c, -d, -e]",
@@ -137,10 +140,10 @@ def test_the_walk_stays_where_it_can_find_something(source: str, monkeypatch: py
 
 
 def test_the_spelled_around_launches_are_still_found() -> None:
-    for source in WALKED[:7]:
+    for source in WALKED[:8]:
         findings, notes = py.analyze_python(source)
         assert findings or notes, source
-    for loops in WALKED[7:10]:  # nested doubling calls; loops in lines broken by \n, and by \r
+    for loops in WALKED[8:11]:  # nested doubling calls; loops in lines broken by \n, and by \r
         assert any("budget" in n for n in py.analyze_python(loops)[1])
 
 
