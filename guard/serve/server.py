@@ -2,7 +2,8 @@
 
 Start-up: check that this process is the guard the key names, take the lock beside the socket
 (a second server for the same key leaves at once), import and warm every stage of the analysis,
-freeze the heap, then listen.
+freeze the heap, then listen under a name of its own, fork the workers, and rename the socket to
+its path: a caller who finds the socket there is answered by a worker already forked.
 
 Requests are answered by forked workers. ``POOL`` of them wait on the socket at any time; each
 has already run one analysis after the fork, so the pages a request touches are its own before
@@ -557,29 +558,33 @@ def serve(sock_path: str, lock_fd: int, files: list[str]) -> None:
     signal.pthread_sigmask(signal.SIG_BLOCK, _SIGNALS)
     vouched = _rewatch(files, stamp)
     rewatched = time.monotonic()
-    try:
-        os.unlink(sock_path)
-    except FileNotFoundError:
-        pass
-    listener = socket.socket(socket.AF_UNIX, socket.SOCK_STREAM)
-    old_umask = os.umask(0o177)
-    try:
-        listener.bind(sock_path)
-    finally:
-        os.umask(old_umask)
-    listener.listen(BACKLOG)
-    mine = os.stat(sock_path).st_ino
-    workers: set[int] = set()
-    last_request = time.monotonic()
-    failures = 0
-    answered = 0
-    stats = _open_stats(sock_path)
+    stats = _open_stats(sock_path)  # before the socket is found: a caller reads this server's count
     try:
         _learn[:] = socket.socketpair(socket.AF_UNIX, socket.SOCK_DGRAM)
         for end in _learn:
             end.setblocking(False)
     except OSError:
         _learn[:] = []
+    # Bound and listening under a name of its own, and renamed to its path once the first workers
+    # are forked: a caller who finds the socket finds it listening (not refused, as between a bind
+    # and a listen at the path) with workers on their way to accept (not left waiting for READY
+    # while a loaded machine has yet to run the fork). The rename also replaces a stale socket
+    # in one step, so the path is never missing while a server starts.
+    _remove_unpublished(sock_path)
+    fresh = _unpublished_name(sock_path)
+    listener = socket.socket(socket.AF_UNIX, socket.SOCK_STREAM)
+    old_umask = os.umask(0o177)
+    try:
+        listener.bind(fresh)
+    finally:
+        os.umask(old_umask)
+    where = fresh  # the socket's name now: the one removed when the server leaves
+    listener.listen(BACKLOG)
+    mine = os.stat(fresh).st_ino
+    workers: set[int] = set()
+    last_request = time.monotonic()
+    failures = 0
+    answered = 0
     tried: dict[tuple, float] = {}
     try:
         while True:
@@ -594,6 +599,9 @@ def serve(sock_path: str, lock_fd: int, files: list[str]) -> None:
                     break
             if not workers:
                 return
+            if where != sock_path:
+                os.rename(fresh, sock_path)
+                where = sock_path
             left = IDLE_SECONDS - (time.monotonic() - last_request)
             info = signal.sigtimedwait(_SIGNALS, max(left, 0.0)) if left > 0 else None
             if info is None:
@@ -614,8 +622,8 @@ def serve(sock_path: str, lock_fd: int, files: list[str]) -> None:
                 return
     finally:
         try:
-            if os.stat(sock_path).st_ino == mine:
-                os.unlink(sock_path)
+            if os.stat(where).st_ino == mine:
+                os.unlink(where)
         except OSError:
             pass
         listener.close()
@@ -628,6 +636,29 @@ def serve(sock_path: str, lock_fd: int, files: list[str]) -> None:
         for pid in workers:
             try:
                 os.kill(pid, signal.SIGTERM)
+            except OSError:
+                pass
+
+
+def _unpublished_name(sock_path: str) -> str:
+    """Where the socket is bound before it is renamed to ``sock_path``: beside it (a rename stays
+    in the folder), named by this server's pid (sun_path holds 108 bytes: the client keeps
+    ``sock_path`` under 100, and a pid has at most 7 digits)."""
+    return f"{sock_path}.{os.getpid()}"
+
+
+def _remove_unpublished(sock_path: str) -> None:
+    """Remove the unpublished sockets of servers for this key that died before their rename.
+    Only the holder of the lock binds one, so every such name left is dead."""
+    folder, _, name = sock_path.rpartition("/")
+    try:
+        names = os.listdir(folder)
+    except OSError:
+        return
+    for entry in names:
+        if entry.startswith(name + ".") and entry[len(name) + 1:].isdigit():
+            try:
+                os.unlink(f"{folder}/{entry}")
             except OSError:
                 pass
 

@@ -272,6 +272,59 @@ def test_a_dropped_request_falls_back_to_the_caller(sock: str) -> None:
     assert ask("ls") is None
 
 
+# The server taken off the CPU at each step of its start, as a loaded machine does: right after
+# it binds (os.umask restores the caller's mask between bind and listen) and before it forks its
+# workers. A server that put its socket at its path before it listened refused the first caller
+# (ECONNREFUSED: about 3 starts in 100 at load 20, with the tests' 20 ms look for the socket),
+# and one that published it before its workers existed left that caller waiting for READY.
+SLOW_START = ("import time\n_umask = server.os.umask\n"
+              "def slow_umask(mask):\n    old = _umask(mask)\n    time.sleep(0.3)\n    return old\n"
+              "server.os.umask = slow_umask\n_spawn = server._spawn_worker\n"
+              "def slow_spawn(*a, **k):\n    time.sleep(client.READY_TIMEOUT + 0.5)\n    return _spawn(*a, **k)\n"
+              "server._spawn_worker = slow_spawn\nfrom guard.serve import client\n")
+
+
+@pytest.mark.parametrize("stale", [False, True])
+def test_the_first_caller_to_find_the_socket_is_answered_however_slow_the_start(sock: str, stale: bool) -> None:
+    """The socket appears at its path only once it listens and its workers are forked (it is
+    bound under a temporary name and renamed into place, over a stale socket too), so the first
+    caller who finds it is answered, not refused or left to time out. Nothing else is left in
+    the folder: no temporary name, and none a server killed before its rename left."""
+    old = dead = None
+    if stale:  # a socket left by a server that was killed: the path exists, nobody listens
+        import socket as _s
+
+        dead = _s.socket(_s.AF_UNIX, _s.SOCK_STREAM)
+        dead.bind(sock)  # kept open to the end, so its inode number is not reused for the new one
+        old = os.stat(sock).st_ino
+        left = _s.socket(_s.AF_UNIX, _s.SOCK_STREAM)
+        left.bind(f"{sock}.4194303")  # and the unpublished socket of one killed before its rename
+        left.close()
+    proc = subprocess.Popen([sys.executable, "-I", "-c", "import sys\nfrom guard.serve import server\n"
+                             f"{SLOW_START}\nsys.exit(server.main(sys.argv[1:]))", sock, client.identity()],
+                            cwd=REPO, stdin=subprocess.DEVNULL, stdout=subprocess.DEVNULL, stderr=subprocess.PIPE)
+    seen = set()
+
+    def published() -> bool:
+        try:
+            st = os.lstat(sock)
+        except FileNotFoundError:
+            seen.add("missing")
+            return proc.poll() is not None
+        return st.st_ino != old or proc.poll() is not None
+
+    assert wait_for(published, timeout=60)
+    assert proc.poll() is None, proc.stderr.read() if proc.stderr else b""
+    t = time.monotonic()
+    assert ask("git status", "/", {"PATH": "/usr/bin:/bin", "HOME": "/root"}) == (b"run", b"")
+    assert time.monotonic() - t < client.READY_TIMEOUT
+    assert not (stale and seen), "the stale socket was removed before the new one was in place"
+    if dead is not None:
+        dead.close()
+    assert sorted(os.listdir(os.path.dirname(sock))) == sorted(
+        os.path.basename(sock)[: -len(".sock")] + ext for ext in (".sock", ".lock", ".stats"))
+
+
 def test_a_second_server_for_the_same_socket_leaves_at_once(sock: str) -> None:
     first = start_server(sock)
     second = subprocess.run([sys.executable, "-I", "-m", "guard.serve.server", sock, client.identity()],
