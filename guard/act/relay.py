@@ -347,20 +347,8 @@ def _run(
         mask = fwd.original_mask - {signal.SIGCHLD} if exec_path else fwd.original_mask
         try:
             if native is not None:
-                enc = sysenv.fsencode
-                start = (enc(path), [enc(a) for a in argv])
-                child_env = [enc(k) + b"=" + enc(v) for k, v in env.items()]
-                for attempt in (0, 1):
-                    try:
-                        pid = native(*start, child_env, wfd if relay else -1, sorted(mask),
-                                     (signal.SIGPIPE, signal.SIGXFSZ), signal.SIGKILL)
-                        break
-                    except OSError as e:
-                        if attempt or e.errno != ENOEXEC or not (argv[0] == path or exec_path):
-                            raise
-                        # a file with no #! line: what setpriv's execvp, which this replaces,
-                        # does with it (and bash too): run it with /bin/sh
-                        start = (b"/bin/sh", [b"/bin/sh", start[0], *start[1][1:]])
+                pid = _start_native(native, path, argv, env, wfd if relay else -1, mask,
+                                    via_sh=argv[0] == path or bool(exec_path))
             else:
                 pid = posix.posix_spawn(
                     spawn_path,
@@ -413,6 +401,24 @@ def _run(
         if follow is not None:
             posix.close(follow[0])
         fwd.stop()
+
+
+def _start_native(native: "Callable[..., int]", path: str, argv: list[str], env: "Mapping[str, str]", fd: int,
+                  mask: "Collection[int]", via_sh: bool) -> int:
+    """Start ``path`` with ``guard._spawn``: ``fd`` (unless -1) as its stderr, ``mask`` blocked,
+    SIGPIPE and SIGXFSZ at their defaults, killed when the guard dies. A file with no ``#!``
+    line (ENOEXEC) runs with /bin/sh when ``via_sh``, as setpriv's execvp, which this replaces,
+    ran it (and bash runs it)."""
+    enc = sysenv.fsencode
+    exe, args = enc(path), [enc(a) for a in argv]
+    envp = [enc(k) + b"=" + enc(v) for k, v in env.items()]
+    rest = (fd, sorted(mask), (signal.SIGPIPE, signal.SIGXFSZ), signal.SIGKILL)
+    try:
+        return native(exe, args, envp, *rest)
+    except OSError as e:
+        if e.errno != ENOEXEC or not via_sh:
+            raise
+    return native(b"/bin/sh", [b"/bin/sh", exe, *args[1:]], envp, *rest)
 
 
 def _wait(pid: int) -> int:
