@@ -164,6 +164,11 @@ def _compiled(rs: RuleSet) -> _Compiled:
     return per_set(_recent, rs, _Compiled)
 
 
+# The key of the rules an invocation of a program no rule names can meet: no program is named
+# NUL (NUL bytes are removed from command text, and from what the analysis reads).
+_UNNAMED = "\0"
+
+
 def _candidates(rs: RuleSet, program: str) -> tuple[list[tuple], list[tuple], frozenset[str] | None]:
     """The rules that can match an invocation of ``program``, in trial order: those naming the
     program and those naming none. Most invocations (ls, cat, pytest) face only a handful.
@@ -183,6 +188,12 @@ def _candidates(rs: RuleSet, program: str) -> tuple[list[tuple], list[tuple], fr
     precedence = compiled.derived.categories
     by_program = compiled.by_program
     hit = by_program.get(program)
+    if hit is None and program != _UNNAMED and program not in compiled.derived.named:
+        # a program no rule names meets only the rules that name none: one entry for all such
+        # programs (kept whatever the cap), not the same rules compiled again for each name
+        hit = by_program.get(_UNNAMED) or _candidates(rs, _UNNAMED)
+        if len(by_program) < 512:
+            by_program[program] = hit
     if hit is None:
         allows: list[tuple] = []
         refusals: list[tuple] = []
@@ -200,7 +211,7 @@ def _candidates(rs: RuleSet, program: str) -> tuple[list[tuple], list[tuple], fr
                     refusals.append((rule, cat, precedence.index(cat) if cat in precedence else 99, checks, *gate))
         gated = all(gate is not None and None not in wants for *_, gate, wants in refusals)
         hit = (allows, refusals, frozenset(r[4] for r in refusals) if gated else None)
-        if len(by_program) < 512:
+        if len(by_program) < 512 or program == _UNNAMED:
             by_program[program] = hit
     return hit
 
