@@ -35,7 +35,6 @@ from guard.shell_decide import (
     record_refusal,
     replied,
     say,
-    served_reply,
 )
 
 TYPE_CHECKING = False
@@ -327,20 +326,21 @@ def served_decision(args: list[str], text: str, cwd: str | None, parsed: ShellAr
     """
     if cwd is None or "guard.engine" in sys.modules:
         return None
+    if launcher.sent and text == launcher.not_plain:
+        # the launcher sent this request and shell_decide.run_served read the reply: it had
+        # none it could use, so decide here rather than ask the server a second time
+        return None
     try:
         from guard.serve import client
 
-        if launcher.sent and text == launcher.not_plain:  # the launcher sent this request
-            reply = served_reply()
-        else:
-            environ = sysenv.environ()
-            functions = exported_functions(environ)
-            if (text != launcher.not_plain and not startup_texts(parsed, environ)
-                    and passes_precheck(text, environ, None, functions)):
-                return Decision("run", plain=True)
-            if not client.enabled(environ):
-                return None
-            reply = client.ask([sysenv.fsencode(a) for a in args], cwd, sysenv.environb())
+        environ = sysenv.environ()
+        functions = exported_functions(environ)
+        if (text != launcher.not_plain and not startup_texts(parsed, environ)
+                and passes_precheck(text, environ, None, functions)):
+            return Decision("run", plain=True)
+        if not client.enabled(environ):
+            return None
+        reply = client.ask([sysenv.fsencode(a) for a in args], cwd, sysenv.environb())
     except Exception:  # noqa: BLE001 - any trouble: decide here
         return None
     return None if reply is None else replied(reply)
