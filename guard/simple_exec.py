@@ -181,8 +181,8 @@ def kernel_runs(path: bytes) -> bool:
     for this machine whose loader exists, or a ``#!`` line naming such a file. Any other exec
     may fail (ENOEXEC, a missing interpreter or loader), and bash then reports that or runs the
     file as a script itself, while the relay's spawn would report the failure in its own words
-    (``guard._spawn``) or, by setpriv's PATH search (``execvp``), go on to the next PATH entry of
-    the name or hand the file to ``/bin/sh``."""
+    or hand the file to ``/bin/sh`` (and setpriv's PATH search, ``execvp``, where guard._spawn
+    was not built, would go on to the next PATH entry of the name)."""
     head = _head(path)
     if head.startswith(b"#!"):
         line, newline, _ = head[2:].partition(b"\n")
