@@ -27,8 +27,9 @@ _CHARS = r"[A-Za-z0-9_./:+,=*?~-]"
 # One token per match: the blanks before it (with line continuations), then a word of plain
 # characters only, a word with escapes or quoted text (no expansion or history mark inside the
 # quotes), an operator, a redirection operator or a here-document operator with its delimiter.
-# ``findall`` gives one tuple per token with the blanks and only its own group non-empty; the
-# tokens are contiguous (``_WHOLE`` says so for the whole text in one test).
+# ``findall`` gives one tuple per token with the blanks and only its own group non-empty. It skips
+# a character no token takes, so ``lower`` checks at the end that the tokens' lengths add up to
+# the whole text: one pass over it, not a test that they cover it and a second to cut them.
 _PIECES = (
     _CHARS + r"++(?![\\'\"])",
     r"(?:" + _CHARS + r"++|\\[^\n]|'[^']*+'|\"(?:[^\"\\$`!]|\\[^\n])*+\")++",
@@ -39,7 +40,6 @@ _PIECES = (
 )
 _BLANKS = r"(?:[ \t]|\\\n)*+"
 _TOKEN = re.compile(f"({_BLANKS})(?:" + "|".join(f"({p})" for p in _PIECES) + ")")
-_WHOLE = re.compile(f"(?:{_BLANKS}(?:" + "|".join(_PIECES) + "))*+")
 _HEREDOC = re.compile(r"<<[ \t]*+(['\"]?)([A-Za-z_][A-Za-z0-9_]*+)")
 # A command name as most commands have one (``git``, ``./run.sh``, ``python3.11``); other names
 # (``-``, ``:``, ``a+:``) are where tree-sitter-bash has quirks of its own.
@@ -100,10 +100,7 @@ def _bodies(src: str, base: int) -> tuple[list, list[Redirect]] | None:
     while True:
         k = src.find("<<", p)
         if k < 0:
-            tail = src[p:]
-            if not _WHOLE.fullmatch(tail):
-                return None
-            tokens += _TOKEN.findall(tail)
+            tokens += _TOKEN.findall(src, p)
             return tokens, docs
         m = _HEREDOC.match(src, k)
         if m is None:
@@ -127,10 +124,7 @@ def _bodies(src: str, base: int) -> tuple[list, list[Redirect]] | None:
         if body and (delim in body and re.search(r"(?:^|\n)[ \t]*" + delim, src[b0 : e0 - 1]) is not None
                      or (not quoted and ("$" in body or "`" in body or "\\" in body))):
             return None  # a line the terminator test might read otherwise, or a body that expands
-        head = src[p : nl + 1]
-        if not _WHOLE.fullmatch(head):
-            return None
-        tokens += _TOKEN.findall(head)
+        tokens += _TOKEN.findall(src, p, nl + 1)
         tokens.append(("", "", "", "", "", "", src[b0 : e0 + len(delim)]))
         docs.append(Redirect("<<", None, None, body=Word(body, (Lit(body, True),) if body else (),
                                                               (base + b0, base + e0)), quoted=quoted))
@@ -155,10 +149,8 @@ def lower(src: str, base: int = 0) -> Script | None:
         if cut is None:
             return None
         tokens, docs = cut
-    elif _WHOLE.fullmatch(text):
-        tokens, docs = _TOKEN.findall(text), ()
     else:
-        return None
+        tokens, docs = _TOKEN.findall(text), ()
     lits = _LITS
     items: list = []  # (node, False) per statement
     stream: list = []  # the statement being read: Simple nodes and operator strings
