@@ -32,7 +32,7 @@ _CHARS = r"[A-Za-z0-9_./:+,=*?~-]"
 # the whole text: one pass over it, not a test that they cover it and a second to cut them.
 _PIECES = (
     _CHARS + r"++(?![\\'\"])",
-    r"(?:" + _CHARS + r"++|\\[^\n]|'[^']*+'|\"(?:[^\"\\$`!]|\\[^\n])*+\")++",
+    r"(?:" + _CHARS + r"++|\\[^\n]|'[^']*+'|\"(?:[^\"\\$`!]++|\\[^\n])*+\")++",
     r"&&|\|\||[|;\n]",
     r">>?(?:&(?=[0-9]))?|<(?![<>&(])",
     r"<<(?![<-])[ \t]*+(?:'[A-Za-z_][A-Za-z0-9_]*+'|\"[A-Za-z_][A-Za-z0-9_]*+\"|[A-Za-z_][A-Za-z0-9_]*+)(?=[ \t\n])",
@@ -45,7 +45,7 @@ _HEREDOC = re.compile(r"<<[ \t]*+(['\"]?)([A-Za-z_][A-Za-z0-9_]*+)")
 # (``-``, ``:``, ``a+:``) are where tree-sitter-bash has quirks of its own.
 _NAME = re.compile(r"[A-Za-z0-9_./][A-Za-z0-9_./-]*")
 _ASSIGN = re.compile(r"[A-Za-z_][A-Za-z0-9_]*+(\+?)=")
-_PIECE = re.compile(r"(?:[^'\"\\]|\\[\s\S])++|'[^']*+'|\"(?:[^\"\\]|\\[\s\S])*+\"")
+_PIECE = re.compile(r"(?:[^'\"\\]++|\\[\s\S])++|'[^']*+'|\"(?:[^\"\\]++|\\[\s\S])*+\"")
 # Words that make the command something other than a simple command where a command name
 # stands (compound commands, declarations, keywords the lowering strips).
 _NOT_A_NAME = frozenset({
