@@ -6,8 +6,6 @@ interpreters, scripts) is in ``guard.resolve.programs``.
 
 from __future__ import annotations
 
-from functools import lru_cache
-
 import guard.resolve.builtins as builtins
 import guard.resolve.programs as programs
 import guard.resolve.sourced as sourced
@@ -622,23 +620,23 @@ def walk_script(script: Script, ctx: Context, sink: Sink, reparse: Callable[[str
     w.node(script.body, st, Frame())
 
 
-@lru_cache(maxsize=64)
-def _start_cwd(cwd: str) -> str:
-    """``paths.normalise`` of the caller's cwd, which is the same for command after command."""
-    return paths.normalise(cwd)
-
-
-def initial_state(ctx: Context) -> State:
-    cwd = _start_cwd(ctx.cwd)
+def _start(ctx: Context) -> tuple[str, dict, dict[str, str | FunctionDef]]:
+    """The cwd, variables and functions a command in ``ctx`` starts with, before the copy each
+    command gets. A stream of commands in one context (``guard check --jsonl``, a server worker)
+    asks for the same each time, so the last one is kept with what it was made from: a copy of
+    the environment compared by value (a caller may change its dict between commands), the cwd
+    and the functions."""
+    last = _last_start
+    if last and last[1] == ctx.cwd and last[0] == ctx.env and last[2] == ctx.functions:
+        return last[3]
+    cwd = paths.normalise(ctx.cwd)
     env = ctx.env
     vars: dict = dict(env)
     # bash sets BASH itself; an agent's SHELL is this shell (guard-shell runs /bin/bash)
     vars.setdefault("BASH", "/bin/bash")
     vars["IFS"] = " \t\n"  # bash never takes IFS from the environment
     vars.setdefault("SHELL", "/bin/bash")
-    st = State.start(cwd, vars, dict(ctx.aliases) if ctx.aliases else {}, (cwd, *ctx.trees))
-    if ctx.functions:
-        st.functions.update(ctx.functions)
+    functions: dict = dict(ctx.functions) if ctx.functions else {}
     # bash's exported functions: BASH_FUNC_name%%='() { body; }'. Most environments hold none,
     # and one search of the names joined finds that without a Python loop over them.
     if "BASH_FUNC_" in "\0".join(env):
@@ -646,6 +644,19 @@ def initial_state(ctx: Context) -> State:
             value = env[key]
             if key.endswith("%%") and value.lstrip().startswith("()"):
                 name = key[10:-2]
-                st.functions[name] = f"{name} {value}"
-                st.vars.pop(key, None)
+                functions[name] = f"{name} {value}"
+                vars.pop(key, None)
+    start = (cwd, vars, functions)
+    _last_start[:] = (dict(env), ctx.cwd, dict(ctx.functions), start)
+    return start
+
+
+_last_start: list = []
+
+
+def initial_state(ctx: Context) -> State:
+    cwd, vars, functions = _start(ctx)
+    st = State.start(cwd, dict(vars), dict(ctx.aliases) if ctx.aliases else {}, (cwd, *ctx.trees))
+    if functions:
+        st.functions.update(functions)
     return st
