@@ -77,7 +77,7 @@ class Walker:
         if isinstance(n, Simple):
             return self.simple(n, st, fr, stdin)
         if isinstance(n, Pipeline):
-            self.pipeline(n, st, fr, stdin)
+            self.pipeline(n, st, fr, stdin, output=False)
         elif isinstance(n, AndOr):
             for i, item in enumerate(n.items):
                 if i and n.ops[i - 1] == "&&" and st.failed and st.cd_target:
@@ -124,19 +124,24 @@ class Walker:
         for b in n.body:
             self.node(b, st, fr, body_stdin)
 
-    def pipeline(self, n: Pipeline, st: State, fr: Frame, stdin: str | None) -> str | None:
+    def pipeline(self, n: Pipeline, st: State, fr: Frame, stdin: str | None, output: bool = True) -> str | None:
         """Walk the stages, feeding each the known output of the one before; return the last
-        stage's output when it is deterministic."""
+        stage's output when it is deterministic. ``output`` False: the caller drops it (a
+        pipeline run as a command, not substituted), so the last stage's is not worked out."""
         stage_starts: list[int] = []
         flow = stdin
-        for cmd in n.commands:
+        last = len(n.commands) - 1
+        for k, cmd in enumerate(n.commands):
             stage_starts.append(len(self.sink.invocations))
             # each stage of a multi-stage pipeline runs in a subshell in bash
             sub = st.copy() if len(n.commands) > 1 else st
             self.stdin_used = flow
             self.last_env = {}
             argv = self.node(cmd, sub, fr, flow)
-            flow = programs.output_of(argv, self.stdin_used, _with_env(sub, self.last_env)) if argv is not None else None
+            if argv is None or (k == last and not output):
+                flow = None
+            else:
+                flow = programs.output_of(argv, self.stdin_used, _with_env(sub, self.last_env))
             if len(n.commands) > 1:
                 st.files = sub.files
         # tell each stage what its output is piped into (the next PIPE_TO_STAGES stages: enough
