@@ -82,9 +82,11 @@ def _simple(words: list[Word], assigns: list[Assign], redirects: list[Redirect],
     head = words[0].raw
     if head in _NOT_A_NAME or not _NAME.fullmatch(head):
         return None
-    if redirects and any(w.raw == "-" for w in words):
-        return None  # tree-sitter-bash drops a lone ``-`` before a redirection
-    return Simple(tuple(words), tuple(assigns), tuple(redirects), pos=(start, words[-1].pos[1]))
+    if redirects:
+        for w in words:  # a loop, not any() over a generator: one Simple per command read here
+            if w.raw == "-":
+                return None  # tree-sitter-bash drops a lone ``-`` before a redirection
+    return Simple(tuple(words), tuple(assigns), tuple(redirects), (start, words[-1].pos[1]))
 
 
 def _bodies(src: str, base: int) -> tuple[list, list[Redirect]] | None:
@@ -164,7 +166,6 @@ def lower(src: str, base: int = 0) -> Script | None:
     glued = False  # the last token was a word, touching whatever follows
     doc_line = False  # a here-document operator was read on this line
     ndoc = 0
-    ops = "==" in text or "=~" in text  # tree-sitter-bash reads a bare ``==`` or ``=~`` as a test operator
     pipes = 0  # ``|`` operators in the pipeline being read
     long_pipe = False  # a line ended in a pipeline of three or more commands
     for blank, plain, quoted, op, redir, heredoc, body in tokens:
@@ -200,8 +201,8 @@ def lower(src: str, base: int = 0) -> Script | None:
                     value = Word(word[eq:], _parts(word[eq:], at + eq), (at + eq, at + n))
                 assigns.append(Assign(name, value, append=bool(m.group(1))))
             else:
-                if ops and word in ("==", "=~"):
-                    return None
+                if word == "==" or word == "=~":
+                    return None  # tree-sitter-bash reads a bare ``==`` or ``=~`` as a test operator
                 if not words and not assigns:
                     start = at
                 words.append(Word(word, lits.get(word) or _plain_parts(word), (at, at + n)) if plain
