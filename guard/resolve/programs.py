@@ -347,7 +347,7 @@ def commands_read(argv: tuple[str, ...], st: State, cwd: str, stdin: str | None)
     if scripted and stdin:
         lines.extend(stdin.split("\n"))
     for line in lines:
-        m = _EDITOR_SHELL.match(line)
+        m = _EDITOR_SHELL.match(line) if "!" in line else None  # the pattern needs a !: most lines have none
         if m and m.group(1).strip():
             out.append((f"{prog} !", m.group(1)))
     return out
