@@ -128,8 +128,8 @@ def _bodies(src: str, base: int) -> tuple[list, list[Redirect]] | None:
             return None  # a line the terminator test might read otherwise, or a body that expands
         tokens += _TOKEN.findall(src, p, nl + 1)
         tokens.append(("", "", "", "", "", "", src[b0 : e0 + len(delim)]))
-        docs.append(Redirect("<<", None, None, body=Word(body, (Lit(body, True),) if body else (),
-                                                              (base + b0, base + e0)), quoted=quoted))
+        docs.append(Redirect("<<", None, None, Word(body, (Lit(body, True),) if body else (), (base + b0, base + e0)),
+                             quoted))
         p = e0 + len(delim)
 
 
