@@ -61,3 +61,38 @@ def test_a_program_copied_or_hashed_earlier_takes_the_full_dispatch() -> None:
     for cmd in ("hash -p /usr/bin/git ls; ls push", "cp /usr/bin/git /tmp/b/ls && PATH=/tmp/b ls push"):
         res = resolve.resolve(parse.parse(cmd), CTX, parse.parse)
         assert [i.program for i in res.invocations][-1] == "git", cmd
+
+
+def test_leaving_out_a_dropped_pipeline_output_changes_no_resolution(monkeypatch: pytest.MonkeyPatch, shared) -> None:
+    """A pipeline run as a command does not work out its last stage's output (nothing reads
+    it): every fixture command and every fifth corpus command resolve as when it is worked out."""
+    import guard.resolve.walk as walk
+
+    corpus = [json.loads(line)["command"] for line in (shared / "corpus" / "agent-commands.jsonl").open()][::5]
+    commands = [c for c in _fixture_commands() + corpus if "/proc/*" not in c]
+    fast = _resolutions(commands)
+    whole = walk.Walker.pipeline
+    monkeypatch.setattr(walk.Walker, "pipeline",
+                        lambda self, n, st, fr, stdin, output=True: whole(self, n, st, fr, stdin, True))
+    full = _resolutions(commands)
+    differ = [c[:100] for c, a, b in zip(commands, fast, full, strict=True) if a != b]
+    assert not differ, differ[:5]
+
+
+def test_a_substituted_pipeline_still_gives_its_output() -> None:
+    res = resolve.resolve(parse.parse("g=$(printf git | head -c 3); $g push"), CTX, parse.parse)
+    assert [i.argv for i in res.invocations if i.program == "git"] == [("git", "push")]
+
+
+def test_the_start_state_follows_an_environment_changed_in_place() -> None:
+    """The state a command starts with is kept for the next command in the same context; a
+    caller that changes its environment dict in place between commands is still seen."""
+    env = {"HOME": "/root", "PATH": "/usr/bin:/bin", "G": "git"}
+    ctx = Context(cwd="/workspace/app", trees=("/workspace",), env=env)
+    first = resolve.resolve(parse.parse("$G push"), ctx, parse.parse)
+    env["G"] = "echo"
+    second = resolve.resolve(parse.parse("$G push"), ctx, parse.parse)
+    assert [i.program for i in first.invocations] == ["git"]
+    assert [i.program for i in second.invocations] == ["echo"]
+    other = resolve.resolve(parse.parse("pwd"), Context(cwd="/tmp/x", trees=("/workspace",), env=env), parse.parse)
+    assert other.invocations[0].cwd == "/tmp/x"
