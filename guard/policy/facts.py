@@ -524,7 +524,7 @@ def token_facts(inv: Invocation, world: World) -> dict:
 
 def _names_a_store(inv: Invocation, world: World) -> bool:
     """Whether an operand or input redirection of ``inv`` names a credential store."""
-    operands = (*inv.argv[1:], *inv.reads)
+    operands = (*inv.argv[1:], *inv.reads) if inv.reads else inv.argv[1:]
     # One CRED_HINTS pass over all operands first: no hint literal contains a newline, so the
     # joined text holds a hint exactly when some operand does (most hold none).
     if _cred_hint("\n".join(operands)):

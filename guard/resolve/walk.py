@@ -548,7 +548,7 @@ class Walker:
             merged = dict(st.exported)
             merged.update(env)
         else:
-            merged = dict(env)
+            merged = dict(env) if env else {}
         # the empty cases (no refs, reads, removals or clones: nearly every invocation) as
         # literals, not as tuples built from empty containers
         # positionally, in the field order of Invocation (program, argv, cwd, env, via, stdin,
