@@ -434,6 +434,9 @@ class Walker:
         return expand_word(w, st, self.hooks(fr), refs)
 
     def expand_one(self, w: Word, st: State, fr: Frame, refs: list[str] | None = None, assign: bool = False) -> str:
+        parts = w.parts
+        if len(parts) == 1 and type(p := parts[0]) is Lit and (p.quoted or "~" not in p.text):
+            return p.text  # ``expand_one``'s own first answer, before hooks are made for it
         return expand_one(w, st, self.hooks(fr), refs, assign=assign)
 
     def array_value(self, words: tuple[Word, ...], st: State, fr: Frame, refs: list[str], name: str) -> list[str] | dict:
