@@ -204,7 +204,10 @@ def _learn_once(server, shell, command: str, env: dict[str, str]) -> None:  # ty
             server.forget()
             shell.guard_command(command, "/workspace/app", shell.parse_args(["-c", command]), env)
             if has_channel:
-                tell()
+                try:
+                    tell(command)  # the command served: a host snapshot it sourced is named too
+                except TypeError:  # an older tree's, which takes none
+                    tell()
         finally:
             os._exit(0)
     os.waitpid(pid, 0)

@@ -113,6 +113,18 @@ def unwrap(text: str) -> Wrapped | None:
     return _claude(text) or _codex(text)
 
 
+def sourced_first(text: str) -> str | None:
+    """The file ``text`` sources before anything else (``source FILE && …``, ``. FILE && …``,
+    ``source FILE`` then a newline): the shape every host wrapper above starts with when it has
+    a snapshot, and that of a command written the same way. None for anything else."""
+    for head in ("source ", ". "):
+        if text.startswith(head):
+            got = _word(text, len(head))
+            if got is not None and (text.startswith(" && ", got[1]) or text.startswith("\n", got[1])):
+                return got[0]
+    return None
+
+
 def client(env: object, wrapped: Wrapped | None = None) -> str | None:
     """The agent host running this shell: from its wrapper, else from its environment."""
     if wrapped is not None:

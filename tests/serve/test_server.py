@@ -554,6 +554,46 @@ def test_the_server_learns_a_sourced_snapshot_and_its_edit_is_seen_by_the_next_r
     assert action == b"refuse" and said.startswith(b"Refused: git push")
 
 
+def test_workers_prepare_with_the_snapshot_callers_source_and_still_see_its_edit(sock: str, tmp_path: Path) -> None:
+    """A worker names the host snapshot its command sourced, and the workers forked after that
+    source it in their pre-touch (the request then finds those pages its own). They read it as
+    any request does: an edit that keeps its size and mtime is seen by the next request, and a
+    caller sourcing another snapshot makes the later workers prepare with that one."""
+    (tmp_path / "tree").mkdir()
+    here = str(tmp_path)
+    log = tmp_path / "prepared"
+    snap, other = tmp_path / "snapshot-bash-1.sh", tmp_path / "snapshot-bash-2.sh"
+    _snapshot(snap, "git show origin/HEAD")
+    _snapshot(other, "git log -1")
+    env = {"PATH": "/usr/bin:/bin", "HOME": str(tmp_path), "GUARD_TREE": str(tmp_path / "tree"),
+           "XDG_CACHE_HOME": str(tmp_path / "cache"), "GUARD_AUDIT_LOG": str(tmp_path / "audit.jsonl")}
+    patch = (f"server.POOL = 1\nserver.PREP_DELAY = 0.0\n_touch = server._pre_touch\n"
+             f"def touch(listener):\n"
+             f"    with open({str(log)!r}, 'a') as fh:\n"
+             f"        fh.write(f'{{server._prep_snapshot[0]}}\\n')\n"
+             f"    return _touch(listener)\n"
+             f"server._pre_touch = touch\n")
+    start_server(sock, patch=patch)
+
+    def prepared() -> list[str]:
+        return log.read_text().splitlines() if log.exists() else []
+
+    wrapped = f"source {snap} && eval 'deploy' \\< /dev/null && pwd -P >| {tmp_path}/cwd"  # Claude Code's
+    assert ask(wrapped, here, env) == (b"run", b"") == in_process(wrapped, here, env)
+    assert wait_for(lambda: prepared()[-1:] == [str(snap)])  # the next worker prepared with it
+    old = snap.stat().st_mtime_ns
+    _snapshot(snap, "git push origin HEAD")  # the same size
+    os.utime(snap, ns=(old, old))
+    action, said = ask(wrapped, here, env) or (b"", b"")
+    assert (action, said) == in_process(wrapped, here, env)
+    assert action == b"refuse" and b"git push" in said
+    command = f"source {other} && deploy"
+    assert ask(command, here, env) == (b"run", b"") == in_process(command, here, env)
+    assert wait_for(lambda: prepared()[-1:] == [str(other)])
+    assert ask("git status", here, env) == (b"run", b"")  # a command sourcing none: as before
+    assert prepared()[-1] == str(other)
+
+
 def _recording(log: Path) -> str:
     """A server patch: one waiting worker, and each worker writes on ``log`` the rule layerings
     the server's watch vouches for to it (or None)."""
@@ -683,6 +723,58 @@ def test_a_busy_server_is_waited_for_while_it_answers_others(sock: str) -> None:
         replies = list(pool.map(lambda _: ask("git status"), range(5)))
     assert time.monotonic() - t > client.READY_TIMEOUT  # some did wait past the first timeout
     assert all(r is not None for r in replies), replies
+
+
+def _timeline(log: Path, delay: float) -> str:
+    """A server patch: one waiting worker, PREP_DELAY of ``delay``, and each worker writes on
+    ``log`` when it was forked, when it began its pre-touch, and when it sent a reply."""
+    return (f"server.POOL = 1\nserver.PREP_DELAY = {delay}\nimport os, time\n"
+            f"def _note(what):\n"
+            f"    with open({str(log)!r}, 'a') as fh:\n"
+            f"        fh.write(f'{{os.getpid()}} {{what}} {{time.monotonic()}}\\n')\n"
+            f"_worker, _touch, _serve = server._worker, server._pre_touch, server.serve_one\n"
+            f"def worker(*a, **k):\n    _note('forked')\n    return _worker(*a, **k)\n"
+            f"def touch(listener):\n    _note('pre-touch')\n    return _touch(listener)\n"
+            f"def serve(conn, *a):\n    done = _serve(conn, *a)\n    _note('replied')\n    return done\n"
+            f"server._worker, server._pre_touch, server.serve_one = worker, touch, serve\n")
+
+
+def _events(log: Path) -> list[tuple[int, str, float]]:
+    return [(int(p), w, float(t)) for p, w, t in (ln.split() for ln in log.read_text().splitlines())]
+
+
+def test_a_replacement_worker_prepares_only_after_the_command_it_follows_has_had_its_cpu(sock: str, tmp_path: Path) -> None:
+    """The first worker pre-touches at once; the one forked to replace it after its reply waits
+    PREP_DELAY first (the command the reply let through runs meanwhile, without it on the CPU),
+    then pre-touches, and serves the next caller as any worker does."""
+    log = tmp_path / "events"
+    start_server(sock, patch=_timeline(log, 0.5))
+    env = {"PATH": "/usr/bin:/bin", "HOME": "/root"}
+    assert ask("git status", "/", env) == (b"run", b"")
+    assert wait_for(lambda: sum(w == "pre-touch" for _, w, _ in _events(log)) == 2)
+    ev = _events(log)
+    first, second = sorted({p for p, _, _ in ev}, key=lambda p: [t for q, _, t in ev if q == p][0])
+    when = {(p, w): t for p, w, t in ev}
+    assert when[(first, "pre-touch")] - when[(first, "forked")] < 0.5  # the first: at once
+    assert when[(second, "forked")] >= when[(first, "replied")]  # forked after the reply ...
+    assert when[(second, "pre-touch")] - when[(first, "replied")] >= 0.5  # ... prepared PREP_DELAY later
+    assert ask("git push origin HEAD", "/", env) is not None  # and it serves
+    assert wait_for(lambda: (second, "replied") in {(p, w) for p, w, _ in _events(log)})
+
+
+def test_a_caller_who_comes_while_the_replacement_waits_is_served_at_once(sock: str, tmp_path: Path) -> None:
+    """The only worker is a replacement still waiting out its PREP_DELAY: the caller is answered
+    without waiting for it to end, and that worker skips its pre-touch."""
+    log = tmp_path / "events"
+    start_server(sock, patch=_timeline(log, 30.0))
+    env = {"PATH": "/usr/bin:/bin", "HOME": "/root"}
+    assert ask("git status", "/", env) == (b"run", b"")
+    assert wait_for(lambda: len({p for p, _, _ in _events(log)}) == 2)  # the replacement is forked
+    t = time.monotonic()
+    assert ask("git status", "/", env) == (b"run", b"")
+    assert time.monotonic() - t < 10.0  # not the 30 s delay
+    second = [p for p, w, _ in _events(log) if w == "forked"][1]
+    assert wait_for(lambda: [w for p, w, _ in _events(log) if p == second] == ["forked", "replied"])  # no pre-touch
 
 
 def test_the_idle_clock_starts_at_the_last_request_not_at_a_workers_birth(sock: str) -> None:
