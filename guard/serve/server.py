@@ -444,17 +444,26 @@ def _die_with(parent: int) -> None:
 # comes after the agent's own turn, seconds later); a caller that comes meanwhile is served at
 # once, without the pre-touch, as the other waiting worker would serve it.
 PREP_DELAY = 0.03
+TAKEN_WAIT = 0.001  # a worker waiting in accept takes a new connection within this
 
 
 def _after_the_command(listener: socket.socket) -> bool:
-    """Wait up to PREP_DELAY for a caller; True when one is waiting (serve it, not pre-touch)."""
+    """Wait up to PREP_DELAY; True when a caller is waiting that no other worker took (serve
+    it now, without the pre-touch). A connection the waiting worker takes wakes this poll too:
+    it is looked at again TAKEN_WAIT later, so that one does not cost this worker its pre-touch."""
     poller = select.poll()
     poller.register(listener.fileno(), select.POLLIN)
-    while True:
+    deadline = time.monotonic() + PREP_DELAY
+    while (left := deadline - time.monotonic()) > 0:
         try:
-            return bool(poller.poll(PREP_DELAY * 1000))
+            if not poller.poll(left * 1000):
+                return False
+            time.sleep(TAKEN_WAIT)
+            if poller.poll(0):
+                return True
         except InterruptedError:
             continue
+    return False
 
 
 # The host snapshot the callers' commands source (Claude Code's wrapper sources one before

@@ -725,10 +725,10 @@ def test_a_busy_server_is_waited_for_while_it_answers_others(sock: str) -> None:
     assert all(r is not None for r in replies), replies
 
 
-def _timeline(log: Path, delay: float) -> str:
-    """A server patch: one waiting worker, PREP_DELAY of ``delay``, and each worker writes on
-    ``log`` when it was forked, when it began its pre-touch, and when it sent a reply."""
-    return (f"server.POOL = 1\nserver.PREP_DELAY = {delay}\nimport os, time\n"
+def _timeline(log: Path, delay: float, pool: int = 1) -> str:
+    """A server patch: ``pool`` waiting workers, PREP_DELAY of ``delay``, and each worker writes
+    on ``log`` when it was forked, when it began its pre-touch, and when it sent a reply."""
+    return (f"server.POOL = {pool}\nserver.PREP_DELAY = {delay}\nimport os, time\n"
             f"def _note(what):\n"
             f"    with open({str(log)!r}, 'a') as fh:\n"
             f"        fh.write(f'{{os.getpid()}} {{what}} {{time.monotonic()}}\\n')\n"
@@ -775,6 +775,23 @@ def test_a_caller_who_comes_while_the_replacement_waits_is_served_at_once(sock: 
     assert time.monotonic() - t < 10.0  # not the 30 s delay
     second = [p for p, w, _ in _events(log) if w == "forked"][1]
     assert wait_for(lambda: [w for p, w, _ in _events(log) if p == second] == ["forked", "replied"])  # no pre-touch
+
+
+def test_a_caller_the_other_waiting_worker_takes_does_not_cost_the_replacement_its_pre_touch(sock: str, tmp_path: Path) -> None:
+    """Two waiting workers: while the replacement of the first one waits out its PREP_DELAY,
+    the next caller is taken by the other, and the replacement still pre-touches when its delay
+    ends (a connection wakes every worker that polls the socket, not only the one that takes it)."""
+    log = tmp_path / "events"
+    start_server(sock, patch=_timeline(log, 2.0, pool=2))
+    env = {"PATH": "/usr/bin:/bin", "HOME": "/root"}
+    assert wait_for(lambda: sum(w == "pre-touch" for _, w, _ in _events(log)) == 2)
+    assert ask("git status", "/", env) == (b"run", b"")
+    assert wait_for(lambda: len({p for p, _, _ in _events(log)}) == 3)  # the replacement is forked
+    assert ask("git log -1", "/", env) == (b"run", b"")  # during its delay: the other worker's
+    third = [p for p, w, _ in _events(log) if w == "forked"][2]
+    assert wait_for(lambda: [w for p, w, _ in _events(log) if p == third] == ["forked", "pre-touch"])
+    when = {(p, w): t for p, w, t in _events(log)}
+    assert when[(third, "pre-touch")] - when[(third, "forked")] >= 2.0
 
 
 def test_the_idle_clock_starts_at_the_last_request_not_at_a_workers_birth(sock: str) -> None:
