@@ -9,7 +9,10 @@ three ``/proc`` stats), waiting for a worker to take the connection (``READY``),
 request and reading the reply (the worker's analysis). guard-shell imports ``guard.shell`` and
 the relay while the worker analyses, so only the longer of the two counts; then the relay:
 running ``bash -c true`` under it (its start of the child included) against running it directly. The sum
-along that critical path is printed beside the whole ``guard-shell -c`` against ``bash -c``.
+along that critical path is printed beside the whole ``guard-shell -c`` against ``bash -c`` and the
+floor, the three alternating, each guard-shell run GAP after the run before it (as an agent's
+commands come, after its turn: back to back, each would meet the preparation of the worker that
+replaces the last one's).
 The parse-heavy command of the issue is the one asked.
 """
 
@@ -25,6 +28,7 @@ import time
 from pathlib import Path
 
 COMMAND = 'x=$(echo hi); for i in 1 2; do sh -c "echo $x $i" | cat >/dev/null; done; eval "true"'
+GAP = 0.1  # seconds before each whole guard-shell run
 
 
 def _guard_shell() -> str:
@@ -118,7 +122,7 @@ def main() -> None:
         assert ok and ready == wire.READY
         for k, v in zip(steps, (t1 - t0, t2 - t1, t3 - t2, t4 - t3), strict=True):
             steps[k].append(v * 1000)
-        time.sleep(0.02)  # let the server fork the replacement, as between an agent's commands
+        time.sleep(0.02)  # let the server fork the replacement (POOL workers: the next is ready)
     for k, v in steps.items():
         rows.append((k, statistics.median(v)))
     analysis = statistics.median(steps["analysis and reply"])
@@ -135,11 +139,21 @@ def main() -> None:
                                                        ("connect", "peer check", "worker takes it (READY)"))
     rows.append(("the steps' critical path: send, the longer of analysis and imports, relay start",
                  sent + max(analysis, late) + under - plain))
-    whole_g = spawned([a.shell, "-c", COMMAND])
-    whole_b = spawned(["/bin/bash", "-c", COMMAND])
-    rows.append(("guard-shell -c (whole)", whole_g))
-    rows.append(("bash -c (whole)", whole_b))
-    rows.append(("over bash plus the floor", whole_g - whole_b - floor))
+    # the whole command, alternating with bash and the floor (medians taken apart drift apart by
+    # more than the difference), each guard-shell run GAP after the last run: commands follow
+    # an agent's turn, not each other, and a worker is prepared after the command it follows
+    wf, wb, wg = [], [], []
+    for _ in range(runs):
+        for argv, out in (([*interp, "-c", "pass"], wf), (["/bin/bash", "-c", COMMAND], wb)):
+            out.append(_med(lambda argv=argv: subprocess.run(argv, env=env, cwd=root, stdout=subprocess.DEVNULL,
+                                                             stderr=subprocess.DEVNULL), 1))
+        time.sleep(GAP)
+        wg.append(_med(lambda: subprocess.run([a.shell, "-c", COMMAND], env=env, cwd=root, stdout=subprocess.DEVNULL,
+                                              stderr=subprocess.DEVNULL), 1))
+    rows.append((f"guard-shell -c (whole, {GAP * 1000:.0f} ms after the last run)", statistics.median(wg)))
+    rows.append(("bash -c (whole)", statistics.median(wb)))
+    rows.append(("over bash plus the floor (median of each run's, the floor in the same runs)",
+                 statistics.median(g - b - f for g, b, f in zip(wg, wb, wf, strict=True))))
     print(f"analysed-path profile, {runs} runs each, medians; load average {os.getloadavg()[0]:.1f}")
     for name, ms in rows:
         print(f"  {name:<80}{ms:>8.2f} ms")
