@@ -1,8 +1,9 @@
-"""Run one analysis at a time in a forked worker, under a time and memory budget.
+"""Run analyses in forked workers, under a time and memory budget.
 
 ``guard check`` answers every command, whatever it holds: a command whose analysis runs past the
 budget, needs more memory than it allows or crashes the interpreter costs only the worker, which
 is killed and forked again for the next command. The caller turns the outcome into an answer.
+``Worker`` answers one request at a time; ``Pool`` keeps several workers busy for a stream.
 
 The worker reads nothing but its requests: its stdin and stdout are ``/dev/null``, so nothing the
 analysis does can read the caller's input stream or write into its output stream.
@@ -15,7 +16,8 @@ import select
 import signal
 import struct
 import time
-from collections.abc import Callable
+from collections import deque
+from collections.abc import Callable, Hashable, Sequence
 
 from guard.fdio import read_exact, write_all
 
@@ -227,3 +229,115 @@ class Worker:
                 return 0
             if kind == b"M":
                 return _MEMORY_EXIT
+
+
+# A request this small may wait in a worker's pipe behind the one it is answering: writing it
+# never blocks (the pipe holds 64 KiB), so the parent can never wait on a worker that is waiting
+# on the parent to read its answer. A larger one goes only to an idle worker.
+_QUEUED_MAX = 4096
+
+
+class _Slot:
+    __slots__ = ("worker", "queue", "started", "cpu0")
+
+    def __init__(self, worker: Worker) -> None:
+        self.worker = worker
+        self.queue: deque[tuple[Hashable, bytes]] = deque()  # sent, unanswered; the first is running
+        self.started = 0.0  # when the first of the queue started
+        self.cpu0: float | None = None
+
+
+class Pool:
+    """Up to ``jobs`` workers, each answering ``depth`` requests back to back, so a stream of
+    small requests costs neither a round trip per request nor more than one CPU's worth.
+
+    ``take(key, request)`` hands a request to a worker (False when none can take it now);
+    ``poll(timeout, also)`` waits up to ``timeout`` seconds (None: until something happens)
+    for answers, and returns them as ``(key, Outcome)`` pairs in the order they came, with
+    whether any of the descriptors in ``also`` became readable. Each request has the budget a
+    ``Worker`` gives it, counted from when its worker started on it; a worker that breaks one
+    costs only that request: those queued behind it go to the worker forked in its place.
+    """
+
+    def __init__(self, handle: Callable[[bytes], bytes], jobs: int = 1, seconds: float = DEFAULT_SECONDS,
+                 memory_mib: int = DEFAULT_MEMORY_MIB, depth: int = 2) -> None:
+        self.seconds, self.depth = seconds, max(1, depth)
+        self._slots = [_Slot(Worker(handle, seconds, memory_mib)) for _ in range(max(1, jobs))]
+        self._next_check = 0.0
+
+    def busy(self) -> bool:
+        return any(s.queue for s in self._slots)
+
+    def take(self, key: Hashable, request: bytes) -> bool:
+        small = _HEADER.size + len(request) <= _QUEUED_MAX
+        best: _Slot | None = None
+        for s in self._slots:
+            if not s.queue:
+                best = s
+                break
+            if small and len(s.queue) < self.depth and (best is None or len(s.queue) < len(best.queue)):
+                best = s
+        if best is None:
+            return False
+        self._send(best, key, request)
+        return True
+
+    def _send(self, s: _Slot, key: Hashable, request: bytes) -> None:
+        w = s.worker
+        if not w.pid:
+            w._spawn()
+        frame = _HEADER.pack(b"Q", len(request)) + request
+        if not s.queue:
+            s.started, s.cpu0 = time.monotonic(), None
+        s.queue.append((key, request))
+        # A worker that went away shows as the end of its answers, which poll() reports.
+        write_all(w.req_w, frame)
+
+    def _resend(self, s: _Slot) -> None:
+        """After the worker of ``s`` ended: what was queued behind its request, to its successor."""
+        waiting = list(s.queue)
+        s.queue.clear()
+        for key, request in waiting:
+            self._send(s, key, request)
+
+    def poll(self, timeout: float | None, also: Sequence[int] = ()) -> tuple[list[tuple[Hashable, Outcome]], bool]:
+        busy = {s.worker.rep_r: s for s in self._slots if s.queue}
+        if busy and (timeout is None or timeout > _TICK):
+            timeout = _TICK  # a late answer is looked at every tick
+        try:
+            ready, _, _ = select.select([*busy, *also], [], [], timeout)
+        except InterruptedError:
+            ready = []
+        out: list[tuple[Hashable, Outcome]] = []
+        for fd in ready:
+            s = busy.get(fd)
+            if s is None:
+                continue
+            key, _ = s.queue.popleft()
+            out.append((key, s.worker._reply(s.started)))
+            if not s.worker.pid:  # it broke its budget or ended: the rest go to a new worker
+                self._resend(s)
+            elif s.queue:
+                s.started, s.cpu0 = time.monotonic(), None
+        now = time.monotonic()
+        if busy and now >= self._next_check:
+            self._next_check = now + _TICK
+            for s in busy.values():
+                if s.queue and s.worker.pid and now - s.started > _TICK and self._late(s, now):
+                    key, _ = s.queue.popleft()
+                    s.worker.stop()
+                    out.append((key, Outcome("time", detail=f"{self.seconds:g} s", seconds=now - s.started)))
+                    self._resend(s)
+        return out, any(fd not in busy for fd in ready)
+
+    def _late(self, s: _Slot, now: float) -> bool:
+        """Whether the request ``s`` is running has used up its budget (as ``Worker.ask`` counts)."""
+        cpu = _cpu_seconds(s.worker.pid)
+        if s.cpu0 is None:
+            s.cpu0 = cpu - _TICK
+        return cpu - s.cpu0 > self.seconds or now - s.started > 3 * self.seconds
+
+    def stop(self) -> None:
+        for s in self._slots:
+            s.queue.clear()
+            s.worker.stop()

@@ -15,7 +15,7 @@ from typing import Any
 
 from guard import budget
 from guard.context import Context
-from guard.fdio import write_all
+from guard.fdio import Lines, write_all
 from guard.ir import UNKNOWN, Verdict
 from guard.record import dataclass
 
@@ -90,8 +90,28 @@ def _check_parser() -> argparse.ArgumentParser:
                    help="stop analysing a command after this long (default: %(default)s)")
     p.add_argument("--memory-budget", type=_positive, default=budget.DEFAULT_MEMORY_MIB, metavar="MIB",
                    help="stop analysing a command that needs more memory than this (default: %(default)s)")
+    p.add_argument("--jobs", type=_count, default=_default_jobs(), metavar="N",
+                   help="with --jsonl: analyse up to N lines at once, each in a worker of its own; "
+                        "answers stay in input order (default: the CPUs this process may use, at most 4: %(default)s)")
     p.add_argument("command", nargs="*", help="the command, as one word or several (after --)")
     return p
+
+
+def _default_jobs() -> int:
+    try:
+        return max(1, min(4, len(os.sched_getaffinity(0))))
+    except (AttributeError, OSError):
+        return 1
+
+
+def _count(text: str) -> int:
+    try:
+        n = int(text)
+    except ValueError:
+        n = 0
+    if not 1 <= n <= 256:
+        raise argparse.ArgumentTypeError(f"expected a whole number from 1 to 256, got {text!r}")
+    return n
 
 
 def _explain_parser() -> argparse.ArgumentParser:
@@ -183,9 +203,9 @@ def cmd_check(argv: list[str]) -> int:
         for e in errors[:5]:
             print(f"guard: configuration error: {e}", file=sys.stderr)
         return EXIT_USAGE
-    worker = _worker(ctx, ns)
     if ns.jsonl:
-        return _check_stream(worker, _fail_closed(ctx))
+        return _check_stream(_pool(ctx, ns), _fail_closed(ctx))
+    worker = _worker(ctx, ns)
     if not ns.command:
         print("guard: check needs a command (guard check [options] -- COMMAND)", file=sys.stderr)
         return EXIT_USAGE
@@ -218,14 +238,23 @@ def _fail_closed(ctx: Context) -> bool:
     return ctx.env.get("GUARD_FAIL", "").strip().lower() == "closed"
 
 
-def _worker(ctx: Context, ns: argparse.Namespace) -> budget.Worker:
+def _warm(ctx: Context) -> None:
     from guard.engine import analyze
 
     analyze("true", ctx)  # load the rules once: every worker is forked warm
     from guard import parse
 
     parse.warm()  # and with the grammar mapped, outside the workers' memory budget
+
+
+def _worker(ctx: Context, ns: argparse.Namespace) -> budget.Worker:
+    _warm(ctx)
     return budget.Worker(lambda line: _handle_line(line, ctx), ns.time_budget, int(ns.memory_budget))
+
+
+def _pool(ctx: Context, ns: argparse.Namespace) -> budget.Pool:
+    _warm(ctx)
+    return budget.Pool(lambda line: _handle_line(line, ctx), ns.jobs, ns.time_budget, int(ns.memory_budget))
 
 
 def _handle_line(raw: bytes, ctx: Context) -> bytes:
@@ -236,7 +265,10 @@ def _handle_line(raw: bytes, ctx: Context) -> bytes:
     id_: Any = None
     has_id = False
     try:
-        obj = json.loads(raw.decode("utf-8", "replace"), strict=False)
+        text = raw.decode("utf-8", "replace")
+        if text.startswith("\ufeff"):  # as json.loads says it
+            raise json.JSONDecodeError("Unexpected UTF-8 BOM (decode using utf-8-sig)", text, 0)
+        obj = _DECODE(text)
         if isinstance(obj, dict):
             has_id, id_ = "id" in obj, obj.get("id")
         if not isinstance(obj, dict) or not isinstance(obj.get("command"), str):
@@ -263,9 +295,15 @@ def _handle_line(raw: bytes, ctx: Context) -> bytes:
     return _dumps(res)
 
 
+# Made once: ``json.loads(…, strict=False)`` and ``json.dumps(…, ensure_ascii=False)`` build a
+# decoder or an encoder per call, a few microseconds of every line of a stream.
+_DECODE = json.JSONDecoder(strict=False).decode
+_ENCODE = json.JSONEncoder(ensure_ascii=False).encode
+
+
 def _dumps(res: dict[str, Any]) -> bytes:
     try:
-        return json.dumps(res, ensure_ascii=False).encode("utf-8")
+        return _ENCODE(res).encode("utf-8")
     except UnicodeEncodeError:  # a lone surrogate: escaped instead
         return json.dumps(res).encode("ascii")
 
@@ -334,47 +372,72 @@ def _answer(worker: budget.Worker, raw: bytes, closed: bool) -> bytes:
     return partial_answer(raw, outcome, closed)
 
 
-def _lines(stream: Any) -> Any:
-    """Input lines as bytes, without their newline; a line over ``MAX_LINE_BYTES`` comes as
-    ``(prefix, True)`` after the rest of it has been skipped."""
-    while True:
-        line = stream.readline(MAX_LINE_BYTES + 1)
-        if not line:
-            return
-        if len(line) > MAX_LINE_BYTES and not line.endswith(b"\n"):
-            head = line[:4096]
-            del line
-            while True:
-                rest = stream.readline(1 << 20)
-                if not rest or rest.endswith(b"\n"):
-                    break
-            yield head, True
-            continue
-        yield line.rstrip(b"\r\n"), False
+def _check_stream(pool: budget.Pool, closed: bool, fd: int = 0) -> int:
+    """One answer per input line, in input order, the id echoed whatever happens to the line.
 
-
-def _write_line(data: bytes) -> bool:
-    return write_all(1, data) and write_all(1, b"\n")
-
-
-def _check_stream(worker: budget.Worker, closed: bool) -> int:
-    """One answer per input line, in order; the id echoed whatever happens to the line."""
+    Lines go to the pool's workers as they arrive; answers are written in order as soon as the
+    ones before them are, and written out whenever nothing else is ready, so a caller that sends
+    one line and waits gets its answer at once."""
+    lines = Lines(fd, MAX_LINE_BYTES)
+    raws: dict[int, bytes] = {}  # the lines the workers hold, for an answer they could not give
+    done: dict[int, bytes] = {}
+    held: tuple[int, bytes] | None = None  # the next line, which no worker could take yet
+    sent = written = 0
+    out = bytearray()
     try:
-        for raw, too_long in _lines(sys.stdin.buffer):
-            if too_long:
-                answer = error_answer(raw, f"line longer than {MAX_LINE_BYTES} bytes: not read")
-            elif not raw.strip():
-                answer = error_answer(raw, "empty line: expected a JSON object with a string 'command'")
-            else:
+        while True:
+            while True:
+                if held is None:
+                    item = lines.take()
+                    if item is None:
+                        break
+                    raw, too_long = item
+                    if too_long:
+                        done[sent] = error_answer(raw, f"line longer than {MAX_LINE_BYTES} bytes: not read")
+                    elif not raw.strip():
+                        done[sent] = error_answer(raw, "empty line: expected a JSON object with a string 'command'")
+                    else:
+                        held = (sent, raw)
+                    sent += 1
+                    if held is None:
+                        continue
                 try:
-                    answer = _answer(worker, raw, closed)
-                except MemoryError:
-                    answer = partial_answer(b"", budget.Outcome("memory", detail="the memory available"), closed)
-            if not _write_line(answer):
-                return EXIT_ALLOW  # the reader went away: nobody is left to answer
+                    if not pool.take(*held):
+                        break
+                except MemoryError:  # the line could not even be handed over
+                    done[held[0]] = partial_answer(b"", budget.Outcome("memory", detail="the memory available"), closed)
+                    held = None
+                    continue
+                raws[held[0]] = held[1]
+                held = None
+            while written in done:
+                out += done.pop(written)
+                out += b"\n"
+                written += 1
+            if lines.eof and held is None and written == sent:
+                if out:
+                    write_all(1, out)
+                return EXIT_ALLOW
+            reading = [fd] if not lines.eof and held is None and lines.queued() < 1024 else []
+            answered, readable = pool.poll(0, reading)
+            if not answered and not readable:
+                if out:
+                    if not write_all(1, out):
+                        return EXIT_ALLOW  # the reader went away: nobody is left to answer
+                    out.clear()
+                answered, readable = pool.poll(None, reading)
+            elif len(out) >= 1 << 16:
+                if not write_all(1, out):
+                    return EXIT_ALLOW
+                out.clear()
+            for key, outcome in answered:
+                raw = raws.pop(key)  # type: ignore[call-overload]
+                done[key] = outcome.answer if outcome.kind == "ok" and outcome.answer is not None else \
+                    partial_answer(raw, outcome, closed)
+            if readable:
+                lines.fill()
     finally:
-        worker.stop()
-    return EXIT_ALLOW
+        pool.stop()
 
 
 def cmd_explain(argv: list[str]) -> int:

@@ -36,3 +36,74 @@ def read_exact(fd: int, n: int) -> bytes:
             break
         out += b
     return bytes(out)
+
+
+class Lines:
+    """The lines of a descriptor as they arrive, for a loop that also waits on others:
+    ``fill()`` reads once (call it when the descriptor is readable), ``take()`` gives the next
+    whole line (without its line ending) as ``(line, False)``, or None. A line longer than
+    ``limit`` bytes is not kept: it comes as ``(its first 4096 bytes, or limit + 1 if fewer, True)`` once its end has
+    been read past. ``eof`` is set at the end of input, after which the last line, if it had
+    no newline, can be taken like the others."""
+
+    def __init__(self, fd: int, limit: int, chunk: int = 1 << 16) -> None:
+        self.fd, self.limit, self.chunk = fd, limit, chunk
+        self.eof = False
+        self._buf = bytearray()
+        self._lines: list[tuple[bytes, bool]] = []
+        self._next = 0
+        self._skipping: bytes | None = None  # the head of a line too long to keep
+        self._head = min(4096, limit + 1)
+
+    def queued(self) -> int:
+        return len(self._lines) - self._next
+
+    def take(self) -> tuple[bytes, bool] | None:
+        if self._next >= len(self._lines):
+            return None
+        item = self._lines[self._next]
+        self._next += 1
+        if self._next == len(self._lines):
+            self._lines.clear()
+            self._next = 0
+        return item
+
+    def fill(self) -> None:
+        try:
+            data = os.read(self.fd, self.chunk)
+        except InterruptedError:
+            return
+        except OSError:
+            data = b""
+        if not data:
+            self.eof = True
+            if self._skipping is not None:
+                self._lines.append((self._skipping, True))
+            elif self._buf:
+                self._add(bytes(self._buf))
+            self._buf.clear()
+            self._skipping = None
+            return
+        if self._skipping is not None:
+            end = data.find(b"\n")
+            if end < 0:
+                return
+            self._lines.append((self._skipping, True))
+            self._skipping = None
+            data = data[end + 1 :]
+        self._buf += data
+        last = self._buf.rfind(b"\n")
+        if last >= 0:
+            whole = bytes(self._buf[:last])
+            del self._buf[: last + 1]
+            for line in whole.split(b"\n"):
+                self._add(line)
+        if len(self._buf) > self.limit:
+            self._skipping = bytes(self._buf[: self._head])
+            self._buf.clear()
+
+    def _add(self, line: bytes) -> None:
+        if len(line) > self.limit:
+            self._lines.append((line[: self._head], True))
+        else:
+            self._lines.append((line.rstrip(b"\r\n"), False))

@@ -214,3 +214,118 @@ def test_partial_answer_keeps_the_id_of_a_line_that_is_not_json() -> None:
                                     closed=False))
     assert ans["id"] == [1, "x"]
     assert ans["unresolved"] == ["analysis stopped: the command took longer than 1 s to analyse"]
+
+
+# --------------------------------------------------------------------------- several workers
+
+
+def _by_request(req: bytes) -> bytes:
+    if req == b"loop":
+        _loop(req)
+    if req == b"crash":
+        _crash(req)
+    if req.startswith(b"big"):
+        return b"y" * 300_000
+    if req.startswith(b"wait "):  # answers only once the file the other request makes is there
+        want, make = req.split()[1:]
+        Path(make.decode()).touch()
+        deadline = time.monotonic() + 20
+        while not Path(want.decode()).exists() and time.monotonic() < deadline:
+            time.sleep(0.01)
+        return b"met" if Path(want.decode()).exists() else b"alone"
+    return req.upper()
+
+
+def _drain(pool: budget.Pool, keys: list[int], limit: float = 60) -> dict[int, budget.Outcome]:
+    got: dict[int, budget.Outcome] = {}
+    deadline = time.monotonic() + limit
+    while len(got) < len(keys) and time.monotonic() < deadline:
+        for key, outcome in pool.poll(None)[0]:
+            assert key not in got
+            got[key] = outcome  # type: ignore[index]
+    return got
+
+
+def test_pool_costs_a_broken_budget_only_its_own_request() -> None:
+    # each worker holds two requests at once: the one queued behind a loop or a crash is answered
+    # by the worker forked in its place
+    pool = budget.Pool(_by_request, jobs=1, seconds=0.3, memory_mib=256, depth=2)
+    reqs = [b"a", b"loop", b"b", b"crash", b"c", b"d"]
+    got: dict[int, budget.Outcome] = {}
+    try:
+        for i, r in enumerate(reqs):
+            while not pool.take(i, r):  # both of the worker's places are taken
+                got.update(pool.poll(None)[0])  # type: ignore[arg-type]
+        got.update(_drain(pool, [k for k in range(len(reqs)) if k not in got]))
+    finally:
+        pool.stop()
+    kinds = [(got[i].kind, got[i].answer) for i in range(len(reqs))]
+    assert kinds == [("ok", b"A"), ("time", None), ("ok", b"B"), ("crash", None), ("ok", b"C"), ("ok", b"D")]
+
+
+def test_pool_runs_requests_at_once(tmp_path: Path) -> None:
+    # two requests that each wait for the other: met only when two workers run them together
+    a, b = tmp_path / "a", tmp_path / "b"
+    for jobs, expected in ((2, [b"met", b"met"]), (1, [b"alone", b"alone"])):
+        for f in (a, b):
+            f.unlink(missing_ok=True)
+        pool = budget.Pool(_by_request, jobs=jobs, seconds=30, depth=2)
+        try:
+            assert pool.take(0, f"wait {b} {a}".encode()) and pool.take(1, f"wait {a} {b}".encode())
+            got = _drain(pool, [0, 1], limit=60)
+        finally:
+            pool.stop()
+        if jobs == 1:  # the second starts after the first gave up, and finds the file it made
+            expected = [b"alone", b"met"]
+        assert [got[0].answer, got[1].answer] == expected
+
+
+def test_pool_never_queues_a_large_request_behind_another() -> None:
+    # large requests and answers both ways: a request queued in a pipe behind one whose answer
+    # fills the other pipe would stop both processes for good
+    pool = budget.Pool(_by_request, jobs=1, seconds=30, depth=4)
+    try:
+        assert pool.take(0, b"big" + b"x" * 100_000)
+        assert not pool.take(1, b"big" + b"x" * 100_000)  # waits for an idle worker
+        assert pool.take(2, b"small")  # a small one may wait in the pipe
+        got = _drain(pool, [0, 2])
+        assert pool.take(1, b"big" + b"x" * 100_000)
+        got.update(_drain(pool, [1]))
+    finally:
+        pool.stop()
+    assert [(got[k].kind, len(got[k].answer or b"")) for k in (0, 1, 2)] == [("ok", 300_000), ("ok", 300_000), ("ok", 5)]
+
+
+def test_jobs_give_the_same_answers_in_the_same_order(shared: Path) -> None:
+    ordinary = [json.dumps({"id": f"o{i}", "command": c}).encode()
+                for i, c in enumerate(fuzzgen.base_commands(shared, limit=3_000, seed=5))]
+    lines = fuzzgen.spread(ordinary, fuzzgen.hostile_lines(), seed=6)
+    one = stream(lines, "--jobs", "1", "--time-budget", "5")
+    four = stream(lines, "--jobs", "4", "--time-budget", "5")
+    assert answers(four, len(lines)) == answers(one, len(lines))
+
+
+@pytest.mark.parametrize("jobs", ["2", "4"])
+def test_each_answer_comes_before_the_next_line_with_several_workers(jobs: str) -> None:
+    p = subprocess.Popen([guard_bin(), "check", "--jsonl", "--jobs", jobs], stdin=subprocess.PIPE,
+                         stdout=subprocess.PIPE)
+    try:
+        assert p.stdin is not None and p.stdout is not None
+        for i in range(5):
+            p.stdin.write(json.dumps({"id": i, "command": "git push" if i % 2 else "ls"}).encode() + b"\n")
+            p.stdin.flush()
+            ans = json.loads(p.stdout.readline())
+            assert (ans["id"], ans["verdict"]) == (i, "refuse" if i % 2 else "allow")
+        p.stdin.close()
+        assert p.wait(30) == 0
+    finally:
+        if p.poll() is None:
+            p.kill()
+            p.wait()
+
+
+@pytest.mark.parametrize("value", ["0", "-1", "x", "1000"])
+def test_jobs_out_of_range_is_a_usage_error(value: str) -> None:
+    p = subprocess.run([guard_bin(), "check", "--jsonl", "--jobs", value], input=b"", capture_output=True, timeout=60)
+    assert p.returncode == 2
+    assert b"--jobs" in p.stderr and b"Traceback" not in p.stderr
