@@ -11,6 +11,9 @@ time (the figures to trust when the load average is high). ``--baseline DIR`` me
 code before a change, from ``git worktree add``) the same way in the same run, one after the
 other, and prints both, then the headline figures side by side. Targets: >= 20,000 checks/s and p99 < 0.5 ms. Asserts nothing.
 
+Then the same corpus as one ``guard check --jsonl`` stream, the way a caller pipes it: with
+``--jobs 1`` and with its default (the CPUs it may use, at most 4), and the baseline's.
+
 ``--instructions`` counts instead, under valgrind's callgrind, the user-space instructions per
 command of every 20th corpus command (1,472), after a warm-up on the commands halfway between
 them, with ``PYTHONHASHSEED=0`` and private cache folders: a figure that does not move with the
@@ -134,6 +137,36 @@ def measure(repo: Path, shared: Path, limit: int | None) -> dict:
     }
 
 
+def stream(repo: Path, shared: Path, limit: int | None, jobs: str) -> dict:
+    """``guard check --jsonl`` of ``repo`` over the corpus as one stream, as a caller pipes it: the
+    lines/s from start to last answer (the start, about 0.3 s, included) and the CPU of the
+    whole process tree. ``jobs`` is added to its options ("" for the defaults)."""
+    lines = tempfile.NamedTemporaryFile("wb", suffix=".jsonl", delete=False)
+    with lines:
+        for c in commands(shared / "corpus" / "agent-commands.jsonl", limit):
+            lines.write(json.dumps({"command": c}).encode() + b"\n")
+    code = f"import sys; sys.path.insert(0, {str(repo)!r}); from guard.cli import main; main()"
+    argv = [sys.executable, "-c", code, "check", "--jsonl", "--tree", "/workspace", "--cwd", "/workspace/app"]
+    argv += jobs.split()
+    import resource
+
+    before = resource.getrusage(resource.RUSAGE_CHILDREN)
+    t = time.perf_counter()
+    with open(lines.name, "rb") as fin:
+        done = subprocess.run(argv, stdin=fin, capture_output=True, check=True)
+    wall = time.perf_counter() - t
+    after = resource.getrusage(resource.RUSAGE_CHILDREN)
+    os.unlink(lines.name)
+    n = done.stdout.count(b"\n")
+    cpu = (after.ru_utime - before.ru_utime) + (after.ru_stime - before.ru_stime)
+    return {"n": n, "wall": wall, "cpu": cpu, "jobs": jobs}
+
+
+def report_stream(label: str, r: dict) -> None:
+    print(f"  {label}: guard check --jsonl {r['jobs'] or '(default options)'}: {r['n']} lines in {r['wall']:.2f} s = "
+          f"{r['n'] / r['wall']:,.0f} lines/s (CPU {r['cpu']:.2f} s = {r['n'] / r['cpu']:,.0f} per CPU-second)")
+
+
 def counted(repo: Path, shared: Path) -> int:
     """Run every 20th corpus command inside ``functools.reduce`` (the one function callgrind
     collects in), after the others halfway between them; the number of commands run."""
@@ -238,10 +271,15 @@ def main() -> None:
     print(f"load average {os.getloadavg()[0]:.1f} before; target >= 20,000 checks/s, p99 < 0.5 ms")
     this = child(str(REPO))
     report("this tree", this)
+    streams = [("this tree", stream(REPO, shared, ns.limit, "--jobs 1")),
+               ("this tree", stream(REPO, shared, ns.limit, ""))]
     if ns.baseline:
         base = child(str(Path(ns.baseline).resolve()))
         report(f"baseline {ns.baseline}", base)
         side_by_side(this, base)
+        streams.append(("baseline", stream(Path(ns.baseline).resolve(), shared, ns.limit, "")))
+    for label, r in streams:
+        report_stream(label, r)
     print(f"load average {os.getloadavg()[0]:.1f} after")
 
 
