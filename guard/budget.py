@@ -302,6 +302,8 @@ class Pool:
 
     def poll(self, timeout: float | None, also: Sequence[int] = ()) -> tuple[list[tuple[Hashable, Outcome]], bool]:
         busy = {s.worker.rep_r: s for s in self._slots if s.queue}
+        if not busy and not also:
+            return [], False  # nothing could ever become ready
         if busy and (timeout is None or timeout > _TICK):
             timeout = _TICK  # a late answer is looked at every tick
         try:
