@@ -12,6 +12,7 @@ analysis does can read the caller's input stream or write into its output stream
 from __future__ import annotations
 
 import os
+import resource
 import select
 import signal
 import struct
@@ -61,6 +62,19 @@ def _cpu_seconds(pid: int) -> float:
         return (int(fields[11]) + int(fields[12])) / os.sysconf("SC_CLK_TCK")
     except (OSError, ValueError, IndexError):
         return 0.0
+
+
+def _cpu_limit(seconds: float) -> None:
+    """In the worker, before a request: the kernel ends it (SIGXCPU) once the request has used
+    its CPU budget and two seconds more, whole seconds being all RLIMIT_CPU counts. The parent
+    stops a late worker sooner itself; this holds while the parent cannot look (blocked writing
+    answers to a reader that stopped reading)."""
+    used = resource.getrusage(resource.RUSAGE_SELF)
+    soft = int(used.ru_utime + used.ru_stime + seconds) + 2
+    try:
+        resource.setrlimit(resource.RLIMIT_CPU, (soft, resource.getrlimit(resource.RLIMIT_CPU)[1]))
+    except (ValueError, OSError):
+        pass
 
 
 def _peak_kib(pid: int) -> int:
@@ -136,6 +150,8 @@ class Worker:
         status = self._reap()
         if os.WIFSIGNALED(status):
             sig = os.WTERMSIG(status)
+            if sig == signal.SIGXCPU:  # its own CPU limit, set for the request (_serve)
+                return Outcome("time", detail=f"{self.seconds:g} s", seconds=elapsed)
             if sig == signal.SIGKILL:  # the kernel's OOM killer
                 return Outcome("memory", detail=f"{self.memory_mib} MiB", seconds=elapsed)
             return Outcome("crash", detail=f"signal {sig}", seconds=elapsed)
@@ -190,8 +206,6 @@ class Worker:
     # -- the worker side
 
     def _serve(self, req_r: int, rep_w: int) -> int:
-        import resource
-
         null = os.open(os.devnull, os.O_RDWR)
         os.dup2(null, 0)
         os.dup2(null, 1)
@@ -215,6 +229,7 @@ class Worker:
             request = _read_exact(req_r, n)
             if request is None:
                 return 0
+            _cpu_limit(self.seconds)
             try:
                 answer = self.handle(request)
                 kind = b"O"

@@ -89,7 +89,8 @@ def _check_parser() -> argparse.ArgumentParser:
     p.add_argument("--time-budget", type=_positive, default=budget.DEFAULT_SECONDS, metavar="SECONDS",
                    help="stop analysing a command after this long (default: %(default)s)")
     p.add_argument("--memory-budget", type=_positive, default=budget.DEFAULT_MEMORY_MIB, metavar="MIB",
-                   help="stop analysing a command that needs more memory than this (default: %(default)s)")
+                   help="stop analysing a command that needs more memory than this; with --jsonl, per worker "
+                        "(default: %(default)s)")
     p.add_argument("--jobs", type=_count, default=_default_jobs(), metavar="N",
                    help="with --jsonl: analyse up to N lines at once, each in a worker of its own; "
                         "answers stay in input order (default: the CPUs this process may use, at most 4: %(default)s)")
@@ -98,10 +99,19 @@ def _check_parser() -> argparse.ArgumentParser:
 
 
 def _default_jobs() -> int:
+    """The CPUs this process may run on, fewer when its cgroup's quota allows fewer, at most 4."""
     try:
-        return max(1, min(4, len(os.sched_getaffinity(0))))
+        n = len(os.sched_getaffinity(0))
     except (AttributeError, OSError):
-        return 1
+        n = os.cpu_count() or 1
+    try:
+        with open("/sys/fs/cgroup/cpu.max") as fh:  # "QUOTA PERIOD", or "max PERIOD"
+            quota, period = fh.read().split()[:2]
+        if quota != "max":
+            n = min(n, -(-int(quota) // int(period)))
+    except (OSError, ValueError):
+        pass
+    return max(1, min(4, n))
 
 
 def _count(text: str) -> int:
@@ -204,6 +214,7 @@ def cmd_check(argv: list[str]) -> int:
             print(f"guard: configuration error: {e}", file=sys.stderr)
         return EXIT_USAGE
     if ns.jsonl:
+        _hold_stdio()
         return _check_stream(_pool(ctx, ns), _fail_closed(ctx))
     worker = _worker(ctx, ns)
     if not ns.command:
@@ -231,11 +242,28 @@ def cmd_check(argv: list[str]) -> int:
 
 # A line longer than this is not read into memory: it is answered with an error and skipped.
 MAX_LINE_BYTES = 64 * 1024 * 1024
+# Answers waiting behind a line still being analysed: no more lines are read past this many, or
+# this many bytes of them, so a slow line followed by a flood costs no more memory than this.
+WINDOW_LINES = 1024
+WINDOW_BYTES = 16 << 20
 
 
 def _fail_closed(ctx: Context) -> bool:
     """``GUARD_FAIL=closed`` from guard's own environment and options, never from a line's."""
     return ctx.env.get("GUARD_FAIL", "").strip().lower() == "closed"
+
+
+def _hold_stdio() -> None:
+    """A closed stdin or stdout is /dev/null from here on: the workers' pipes must not take the
+    number, or the stream would read or write a worker's pipe. Closed stdin is empty input."""
+    for fd in (0, 1):
+        try:
+            os.fstat(fd)
+        except OSError:
+            null = os.open(os.devnull, os.O_RDWR)
+            if null != fd:
+                os.dup2(null, fd)
+                os.close(null)
 
 
 def _warm(ctx: Context) -> None:
@@ -372,7 +400,7 @@ def _answer(worker: budget.Worker, raw: bytes, closed: bool) -> bytes:
     return partial_answer(raw, outcome, closed)
 
 
-def _check_stream(pool: budget.Pool, closed: bool, fd: int = 0) -> int:
+def _check_stream(pool: budget.Pool, closed: bool, fd: int = 0, out_fd: int = 1) -> int:
     """One answer per input line, in input order, the id echoed whatever happens to the line.
 
     Lines go to the pool's workers as they arrive; answers are written in order as soon as the
@@ -381,6 +409,7 @@ def _check_stream(pool: budget.Pool, closed: bool, fd: int = 0) -> int:
     lines = Lines(fd, MAX_LINE_BYTES)
     raws: dict[int, bytes] = {}  # the lines the workers hold, for an answer they could not give
     done: dict[int, bytes] = {}
+    waiting = 0  # bytes in done
     held: tuple[int, bytes] | None = None  # the next line, which no worker could take yet
     sent = written = 0
     out = bytearray()
@@ -388,14 +417,16 @@ def _check_stream(pool: budget.Pool, closed: bool, fd: int = 0) -> int:
         while True:
             while True:
                 if held is None:
+                    if sent - written >= WINDOW_LINES or waiting >= WINDOW_BYTES:
+                        break
                     item = lines.take()
                     if item is None:
                         break
                     raw, too_long = item
-                    if too_long:
-                        done[sent] = error_answer(raw, f"line longer than {MAX_LINE_BYTES} bytes: not read")
-                    elif not raw.strip():
-                        done[sent] = error_answer(raw, "empty line: expected a JSON object with a string 'command'")
+                    if too_long or not raw.strip():
+                        done[sent] = error_answer(raw, f"line longer than {MAX_LINE_BYTES} bytes: not read" if too_long
+                                                  else "empty line: expected a JSON object with a string 'command'")
+                        waiting += len(done[sent])
                     else:
                         held = (sent, raw)
                     sent += 1
@@ -406,38 +437,46 @@ def _check_stream(pool: budget.Pool, closed: bool, fd: int = 0) -> int:
                         break
                 except MemoryError:  # the line could not even be handed over
                     done[held[0]] = partial_answer(b"", budget.Outcome("memory", detail="the memory available"), closed)
+                    waiting += len(done[held[0]])
                     held = None
                     continue
                 raws[held[0]] = held[1]
                 held = None
             while written in done:
-                out += done.pop(written)
+                answer = done.pop(written)
+                waiting -= len(answer)
+                out += answer
                 out += b"\n"
                 written += 1
             if lines.eof and held is None and written == sent:
-                if out:
-                    write_all(1, out)
-                return EXIT_ALLOW
-            reading = [fd] if not lines.eof and held is None and lines.queued() < 1024 else []
+                return EXIT_ALLOW  # the last answers are written below
+            reading = [fd] if not lines.eof and held is None and lines.queued() < 1024 \
+                and sent - written < WINDOW_LINES and waiting < WINDOW_BYTES else []
             answered, readable = pool.poll(0, reading)
             if not answered and not readable:
                 if out:
-                    if not write_all(1, out):
+                    if not write_all(out_fd, out):
+                        out.clear()
                         return EXIT_ALLOW  # the reader went away: nobody is left to answer
                     out.clear()
                 answered, readable = pool.poll(None, reading)
             elif len(out) >= 1 << 16:
-                if not write_all(1, out):
+                if not write_all(out_fd, out):
+                    out.clear()
                     return EXIT_ALLOW
                 out.clear()
             for key, outcome in answered:
                 raw = raws.pop(key)  # type: ignore[call-overload]
-                done[key] = outcome.answer if outcome.kind == "ok" and outcome.answer is not None else \
+                answer = outcome.answer if outcome.kind == "ok" and outcome.answer is not None else \
                     partial_answer(raw, outcome, closed)
+                done[key] = answer  # type: ignore[index]
+                waiting += len(answer)
             if readable:
                 lines.fill()
     finally:
         pool.stop()
+        if out:  # at the end, and after an interrupt: the answers already given
+            write_all(out_fd, out)
 
 
 def cmd_explain(argv: list[str]) -> int:

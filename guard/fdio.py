@@ -91,13 +91,14 @@ class Lines:
             self._lines.append((self._skipping, True))
             self._skipping = None
             data = data[end + 1 :]
-        self._buf += data
-        last = self._buf.rfind(b"\n")
+        last = data.rfind(b"\n")  # in the new bytes only: a long line is not searched again
         if last >= 0:
-            whole = bytes(self._buf[:last])
-            del self._buf[: last + 1]
+            whole = bytes(self._buf) + data[:last]
+            self._buf = bytearray(data[last + 1 :])
             for line in whole.split(b"\n"):
                 self._add(line)
+        else:
+            self._buf += data
         if len(self._buf) > self.limit:
             self._skipping = bytes(self._buf[: self._head])
             self._buf.clear()

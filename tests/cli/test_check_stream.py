@@ -329,3 +329,85 @@ def test_jobs_out_of_range_is_a_usage_error(value: str) -> None:
     p = subprocess.run([guard_bin(), "check", "--jsonl", "--jobs", value], input=b"", capture_output=True, timeout=60)
     assert p.returncode == 2
     assert b"--jobs" in p.stderr and b"Traceback" not in p.stderr
+
+
+def _zombie(pid: int) -> bool:
+    with open(f"/proc/{pid}/stat", "rb") as fh:
+        return fh.read().rsplit(b")", 1)[1].split()[0] == b"Z"
+
+
+def test_a_looping_request_ends_though_nobody_polls() -> None:
+    # the parent may be blocked writing to a reader that stopped reading: the worker's own CPU
+    # limit ends the request then, and the parent reports it as over the time budget
+    pool = budget.Pool(_by_request, jobs=1, seconds=0.3)
+    try:
+        assert pool.take(0, b"loop")
+        pid = pool._slots[0].worker.pid
+        deadline = time.monotonic() + 20
+        while not _zombie(pid) and time.monotonic() < deadline:
+            time.sleep(0.1)
+        assert _zombie(pid)
+        got = _drain(pool, [0])
+    finally:
+        pool.stop()
+    assert got[0].kind == "time"
+
+
+_SLOW_FIRST = """
+import sys, time
+from pathlib import Path
+from guard import budget, cli_check
+flag = Path(sys.argv[1])
+def handle(req):
+    while req == b'{"command": "slow"}' and not flag.exists():
+        time.sleep(0.01)
+    return b'{"verdict": "allow"}'
+sys.exit(cli_check._check_stream(budget.Pool(handle, jobs=2, seconds=60), False))
+"""
+
+
+def test_a_slow_line_stops_the_reading_not_the_memory(tmp_path: Path) -> None:
+    # behind a line still being analysed, answers wait to be written in order: the stream stops
+    # reading once a window of them waits, and goes on when the slow line is answered
+    import sys
+    import threading
+
+    flag = tmp_path / "go"
+    n = 50_000
+    p = subprocess.Popen([sys.executable, "-c", _SLOW_FIRST, str(flag)], stdin=subprocess.PIPE,
+                         stdout=subprocess.PIPE, cwd=str(Path(__file__).resolve().parents[2]))
+    assert p.stdin is not None and p.stdout is not None
+    written = [0]
+    got = bytearray()
+
+    def feed() -> None:
+        assert p.stdin is not None
+        p.stdin.write(b'{"command": "slow"}\n')
+        for _ in range(n // 1000):
+            p.stdin.write(b'{"command": "ls"}\n' * 1000)
+            p.stdin.flush()
+            written[0] += 1000
+        p.stdin.close()
+
+    def drain() -> None:
+        assert p.stdout is not None
+        while chunk := p.stdout.read1(1 << 16):
+            got.extend(chunk)
+
+    threads = [threading.Thread(target=feed), threading.Thread(target=drain)]
+    try:
+        for t in threads:
+            t.start()
+        time.sleep(3)
+        assert written[0] < n // 2  # the feeder is held back: the stream stopped reading
+        assert got == b""  # and wrote nothing before the first answer
+        flag.touch()
+        assert p.wait(60) == 0
+        for t in threads:
+            t.join(60)
+    finally:
+        flag.touch()
+        if p.poll() is None:
+            p.kill()
+            p.wait()
+    assert got.count(b"\n") == n + 1
