@@ -267,16 +267,20 @@ def _hold_stdio() -> None:
 
 
 def _warm(ctx: Context) -> None:
-    from guard.engine import analyze
+    import gc
 
-    analyze("true", ctx)  # load the rules once: every worker is forked warm
-    from guard import parse
+    from guard import engine
 
-    parse.warm()  # and with the grammar mapped, outside the workers' memory budget
+    engine.warm(ctx)  # every worker is forked with the rules and stages loaded, the grammar mapped
+    gc.freeze()  # and the collector leaves those pages shared
 
 
 def _worker(ctx: Context, ns: argparse.Namespace) -> budget.Worker:
-    _warm(ctx)
+    from guard import parse
+    from guard.engine import analyze
+
+    analyze("true", ctx)  # one command: load the rules before the worker is forked
+    parse.warm()  # and the grammar, outside the worker's memory budget
     return budget.Worker(lambda line: _handle_line(line, ctx), ns.time_budget, int(ns.memory_budget))
 
 
