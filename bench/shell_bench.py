@@ -155,7 +155,9 @@ def main() -> None:
         "python -c": f"{sys.executable} -c 'import json; print(json.dumps(sum(range(10000))))'",
         "git, stderr": "git status --short >&2 && git log --oneline -3 >&2 && git rev-parse HEAD",
         "one git": "git status --short",
-        "snapshot 90K": f"source {snap} && eval 'git status --short' < /dev/null && pwd -P >| {root}/cwd-file",
+        # Claude Code's own form (tests/hosts/snapshots.py): `\<` reaches eval as a word; it also
+        # passes -l, left out here as both shells would read the same login files
+        "snapshot 90K": f"source {snap} && eval 'git status --short' \\< /dev/null && pwd -P >| {root}/cwd-file",
     }
     floor_argv = [_interpreter(a.shell), "-I", "-S", "-c", "pass"]
     print(f"guard-shell: {a.shell}\nreal shell:  {REAL_SHELL}\nfloor:       {' '.join(floor_argv)}\n"
