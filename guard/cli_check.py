@@ -269,9 +269,9 @@ def _hold_stdio() -> None:
 def _warm(ctx: Context) -> None:
     import gc
 
-    from guard import engine
+    from guard import warmup
 
-    engine.warm(ctx)  # every worker is forked with the rules and stages loaded, the grammar mapped
+    warmup.run(ctx)  # every worker is forked with the rules and stages loaded, the grammar mapped
     gc.freeze()  # and the collector leaves those pages shared
 
 
@@ -398,10 +398,20 @@ def error_answer(raw: bytes, message: str) -> bytes:
 
 
 def _answer(worker: budget.Worker, raw: bytes, closed: bool) -> bytes:
-    outcome = worker.ask(raw)
+    return _answer_of(raw, worker.ask(raw), closed)
+
+
+def _answer_of(raw: bytes, outcome: budget.Outcome, closed: bool) -> bytes:
     if outcome.kind == "ok" and outcome.answer is not None:
         return outcome.answer
     return partial_answer(raw, outcome, closed)
+
+
+def _flush(fd: int, out: bytearray) -> bool:
+    """Write and empty ``out``; False when the reader went away."""
+    ok = write_all(fd, out)
+    out.clear()
+    return ok
 
 
 def _check_stream(pool: budget.Pool, closed: bool, fd: int = 0, out_fd: int = 1) -> int:
@@ -417,34 +427,34 @@ def _check_stream(pool: budget.Pool, closed: bool, fd: int = 0, out_fd: int = 1)
     held: tuple[int, bytes] | None = None  # the next line, which no worker could take yet
     sent = written = 0
     out = bytearray()
+
+    def room() -> bool:  # for another line behind the oldest unanswered one
+        return sent - written < WINDOW_LINES and waiting < WINDOW_BYTES
+
+    def give(seq: int, answer: bytes) -> None:
+        nonlocal waiting
+        done[seq] = answer
+        waiting += len(answer)
+
     try:
         while True:
-            while True:
+            while held is not None or (room() and (item := lines.take()) is not None):
                 if held is None:
-                    if sent - written >= WINDOW_LINES or waiting >= WINDOW_BYTES:
-                        break
-                    item = lines.take()
-                    if item is None:
-                        break
                     raw, too_long = item
-                    if too_long or not raw.strip():
-                        done[sent] = error_answer(raw, f"line longer than {MAX_LINE_BYTES} bytes: not read" if too_long
-                                                  else "empty line: expected a JSON object with a string 'command'")
-                        waiting += len(done[sent])
-                    else:
-                        held = (sent, raw)
                     sent += 1
-                    if held is None:
+                    if too_long:
+                        give(sent - 1, error_answer(raw, f"line longer than {MAX_LINE_BYTES} bytes: not read"))
                         continue
+                    if not raw.strip():
+                        give(sent - 1, error_answer(raw, "empty line: expected a JSON object with a string 'command'"))
+                        continue
+                    held = (sent - 1, raw)
                 try:
                     if not pool.take(*held):
-                        break
+                        break  # every worker is busy: the line waits
+                    raws[held[0]] = held[1]
                 except MemoryError:  # the line could not even be handed over
-                    done[held[0]] = partial_answer(b"", budget.Outcome("memory", detail="the memory available"), closed)
-                    waiting += len(done[held[0]])
-                    held = None
-                    continue
-                raws[held[0]] = held[1]
+                    give(held[0], partial_answer(b"", budget.Outcome("memory", detail="the memory available"), closed))
                 held = None
             while written in done:
                 answer = done.pop(written)
@@ -454,33 +464,22 @@ def _check_stream(pool: budget.Pool, closed: bool, fd: int = 0, out_fd: int = 1)
                 written += 1
             if lines.eof and held is None and written == sent:
                 return EXIT_ALLOW  # the last answers are written below
-            reading = [fd] if not lines.eof and held is None and lines.queued() < 1024 \
-                and sent - written < WINDOW_LINES and waiting < WINDOW_BYTES else []
+            reading = [fd] if held is None and not lines.eof and lines.queued() < 1024 and room() else []
             answered, readable = pool.poll(0, reading)
-            if not answered and not readable:
-                if out:
-                    if not write_all(out_fd, out):
-                        out.clear()
-                        return EXIT_ALLOW  # the reader went away: nobody is left to answer
-                    out.clear()
+            if not answered and not readable:  # nothing else ready: what is answered goes out
+                if out and not _flush(out_fd, out):
+                    return EXIT_ALLOW  # the reader went away: nobody is left to answer
                 answered, readable = pool.poll(None, reading)
-            elif len(out) >= 1 << 16:
-                if not write_all(out_fd, out):
-                    out.clear()
-                    return EXIT_ALLOW
-                out.clear()
+            elif len(out) >= 1 << 16 and not _flush(out_fd, out):
+                return EXIT_ALLOW
             for key, outcome in answered:
-                raw = raws.pop(key)  # type: ignore[call-overload]
-                answer = outcome.answer if outcome.kind == "ok" and outcome.answer is not None else \
-                    partial_answer(raw, outcome, closed)
-                done[key] = answer  # type: ignore[index]
-                waiting += len(answer)
+                give(key, _answer_of(raws.pop(key), outcome, closed))  # type: ignore[arg-type, call-overload]
             if readable:
                 lines.fill()
     finally:
         pool.stop()
         if out:  # at the end, and after an interrupt: the answers already given
-            write_all(out_fd, out)
+            _flush(out_fd, out)
 
 
 def cmd_explain(argv: list[str]) -> int:

@@ -22,20 +22,3 @@ def analyze(command: str, ctx: Context) -> Verdict:
     script = parse.parse(command)
     resolution = resolve.resolve(script, ctx, parse.parse)  # the parse stage reads built code again
     return policy.classify(script, resolution, ctx, rules)
-
-
-# Commands that between them reach every stage the analysis loads on first use: tree-sitter's
-# grammar, bashlex and its tables, the inline-program analysers, the evaluator.
-_WARM_UP = ("true", "echo $(date) &", "a=(1 2); echo ${a[@]}", "python3 -c 'import os'", "node -e 'process.exit(0)'",
-            "perl -e 'print 1'", "echo aGk= | base64 -d", "git status")
-
-
-def warm(ctx: Context) -> None:
-    """Load the rules and every lazily loaded stage now, for a process about to fork workers
-    (``guard check --jsonl``): each starts warm and shares what was loaded, instead of each
-    paying the first imports itself."""
-    from guard import parse
-
-    parse.warm()
-    for command in _WARM_UP:
-        analyze(command, ctx)

@@ -38,6 +38,7 @@ import sys
 import time
 from collections.abc import Callable
 
+from guard import warmup
 from guard.serve import client, wire
 
 TYPE_CHECKING = False
@@ -50,39 +51,6 @@ CHILD_TIMEOUT = 30.0
 HOME_VARS = ("HOME", "XDG_CACHE_HOME")
 MAX_FAILURES = 8  # workers ending in error one after another: something is wrong, leave
 POOL = 2  # workers waiting at once: two requests at the same moment are both answered at once
-
-# Commands that take the analysis through each of its stages once, so every module and table
-# they need is loaded before the first fork.
-WARM_UP = (
-    "git status --short && git log --oneline -5 | cat",
-    "cd /tmp && git clone https://github.com/o/r.git && (cd r; git push origin HEAD)",
-    "bash -c 'eval \"$(printf %s \"git commit -m x\")\"' ; sh -c \"$CMD\"",
-    "python3 -c 'import subprocess, os; subprocess.run([\"git\", \"push\"]); os.system(\"ls\")'",
-    "node -e 'require(\"child_process\").execSync(\"git push\")'",
-    "perl -e 'system(\"git push\")'; ruby -e '`git push`'; awk 'BEGIN{system(\"ls\")}'",
-    "lua -e 'os.execute(\"ls\")'; expect -c 'spawn git push'; sed -n '1p;2s/a/b/g' f | head -n 3",
-    "make build; npm run test; find . -name x -exec rm {} +; xargs -I{} git add {} < f",
-    "curl -s -X POST -H \"Authorization: token $GITHUB_TOKEN\" https://api.github.com/repos/o/r/pulls",
-    "gh pr create --fill; grep -r ghp_ ~; cat ~/.git-credentials; env | grep TOKEN",
-    "for f in *.py; do cp \"$f\" /tmp/x/.git/; done; echo $(base64 -d <<< Z2l0) > /dev/null",
-    "cat <<EOF > /tmp/s.sh\ngit push\nEOF\nbash /tmp/s.sh",
-    "x=$(( 1 + 2 )); [[ $x == 3 ]] && echo ok; case $x in 3) : ;; esac",
-    # what an agent host's shell snapshot and wrapper run around every command
-    "unalias -a 2>/dev/null || true; alias -- ll='ls -alF'; command -v rg >/dev/null 2>&1; export PATH=/bin; pwd -P",
-)
-# Programs agents run (the most frequent in the shared corpus's analysed commands, and the common
-# tools around them), warmed with the pre-check's own list: the stages keep what they work out
-# per program name (the rules an invocation of it can meet among them), and a name first met in
-# a worker cost its request about 250,000 instructions, every time.
-COMMON_PROGRAMS = (
-    "ssh scp rsync python python3 pip pip3 pytest uv poetry conda tox ruff mypy black flake8 pylint node npm npx "
-    "yarn pnpm docker kubectl make cmake cargo go java javac gcc g++ clang jq yq tar unzip zip gzip du df ps kill "
-    "pkill pgrep tee tr cut sort uniq nl diff patch cmp stat file ln realpath readlink basename dirname seq sleep "
-    "wait timeout which type test chmod chown touch mv cp rm mkdir rmdir tail head wc less open tree md5sum "
-    "sha256sum base64 od xxd date env printenv export unset alias unalias command pwd true false rg fd ls cat "
-    "grep sed awk find xargs echo printf apt-get apt pkg-config ldd strace lsof netstat ss ping dig nslookup"
-).split()
-_RESERVED = frozenset("if then else elif fi case esac for select while until do done in function time coproc".split())
 
 # An agent host's wrapper (Claude Code's, guard/hostwrap.py), unwrapped once for the children.
 WRAPPED = "source /tmp/snapshot.sh && eval 'git status' \\< /dev/null && pwd -P >| /tmp/cwd"
@@ -127,44 +95,17 @@ def warm_up() -> None:
     from guard.ruleset import load
 
     ctx = Context.from_environ(cwd="/", env=_warm_env(), trees=("/nonexistent",))
-    _run_warm_up(ctx)
+    warmup.run(ctx)
     rs = load.load_for(ctx)
     _warmed[id(rs)] = rs
     hostwrap.unwrap(WRAPPED)
     # a refusal's audit record, not written: its redaction patterns compile once, here
     log.build_record("refusal", "curl -u me:pw https://x:y@h -H 'Authorization: Bearer abcdefgh123'",
                      cwd="/", env={}, verdict="refuse", category=None, rule=None, tool=None, via=[])
-    try:
-        from guard.parse import bashlex_fallback
-
-        bashlex_fallback.lower("a=(1 2); echo ${a[@]}")
-    except Exception:  # noqa: BLE001
-        pass
     _CACHES[:] = _guard_caches()
     forget()
     gc.collect()
     gc.freeze()
-
-
-def _run_warm_up(ctx: object) -> None:
-    """Analyse the warm-up commands with ``ctx`` (its rule layering), then one command of every
-    program in ``COMMON_PROGRAMS`` and the layering's pre-check list."""
-    import re
-
-    from guard.engine import analyze
-    from guard.ruleset import derived, load
-
-    try:
-        listed = derived.derived(load.load_for(ctx)).precheck.programs  # type: ignore[arg-type]
-    except Exception:  # noqa: BLE001 - a warm-up failure only costs speed
-        listed = frozenset()
-    names = sorted(n for n in {*COMMON_PROGRAMS, *listed}
-                   if n not in _RESERVED and re.fullmatch(r"[A-Za-z_][A-Za-z0-9_.+-]*", n))
-    for command in (*WARM_UP, "; ".join(names)):
-        try:
-            analyze(command, ctx)  # type: ignore[arg-type]
-        except Exception:  # noqa: BLE001 - a warm-up failure only costs speed
-            pass
 
 
 _CACHES: list[Callable[[], None]] = []
@@ -402,7 +343,7 @@ def _warm_layering(key: tuple) -> None:
     rs = load.load_for(ctx)
     if _warmed.get(id(rs)) is rs:
         return
-    _run_warm_up(ctx)
+    warmup.run(ctx)
     if len(_warmed) >= WARMED_MAX:
         _warmed.clear()
     _warmed[id(rs)] = rs
@@ -487,7 +428,7 @@ def _pre_touch(listener: socket.socket) -> None:
     load is CPU taken from the agents."""
     from guard import hostwrap, shell
 
-    command = WARM_UP[0]
+    command = warmup.COMMANDS[0]
     if _prep_snapshot[0]:
         command = f"source {hostwrap.quote(_prep_snapshot[0])}\n{command}"
     steps = [forget, lambda: shell.decide(command, cwd="/", env=_warm_env())]
