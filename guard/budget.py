@@ -280,9 +280,6 @@ class Pool:
         self._slots = [_Slot(Worker(handle, seconds, memory_mib)) for _ in range(max(1, jobs))]
         self._next_check = 0.0
 
-    def busy(self) -> bool:
-        return any(s.queue for s in self._slots)
-
     def take(self, key: Hashable, request: bytes) -> bool:
         small = _HEADER.size + len(request) <= _QUEUED_MAX
         best: _Slot | None = None

@@ -42,15 +42,15 @@ class Lines:
     """The lines of a descriptor as they arrive, for a loop that also waits on others:
     ``fill()`` reads once (call it when the descriptor is readable), ``take()`` gives the next
     whole line (without its line ending) as ``(line, False)``, or None. A line longer than
-    ``limit`` bytes is not kept: it comes as ``(its first 4096 bytes, or limit + 1 if fewer, True)`` once its end has
-    been read past. ``eof`` is set at the end of input, after which the last line, if it had
-    no newline, can be taken like the others."""
+    ``limit`` bytes is not kept: it comes as ``(head, True)``, its first 4096 bytes (or
+    ``limit + 1``, if fewer), once its end has been read past. ``eof`` is set at the end of
+    input, after which the last line, if it had no newline, can be taken like the others."""
 
     def __init__(self, fd: int, limit: int, chunk: int = 1 << 16) -> None:
         self.fd, self.limit, self.chunk = fd, limit, chunk
         self.eof = False
         self._buf = bytearray()
-        self._lines: list[tuple[bytes, bool]] = []
+        self._lines: list[tuple[bytes, bool]] = []  # read, not yet taken from _next on
         self._next = 0
         self._skipping: bytes | None = None  # the head of a line too long to keep
         self._head = min(4096, limit + 1)
@@ -59,11 +59,11 @@ class Lines:
         return len(self._lines) - self._next
 
     def take(self) -> tuple[bytes, bool] | None:
-        if self._next >= len(self._lines):
+        if self._next == len(self._lines):
             return None
         item = self._lines[self._next]
         self._next += 1
-        if self._next == len(self._lines):
+        if self._next == len(self._lines):  # all taken: start the list again
             self._lines.clear()
             self._next = 0
         return item
