@@ -27,6 +27,8 @@ from guard.fdio import read_exact, write_all
 DEFAULT_SECONDS = 10.0
 DEFAULT_MEMORY_MIB = 1024
 _TICK = 0.05
+_READ = 1 << 16  # one read of requests or answers: a stream's small ones, many at a time
+_READ_MAX = 1 << 20  # the most one read asks for, however large the frame being read
 _HEADER = struct.Struct("!cI")
 _MEMORY_EXIT = 3
 
@@ -47,6 +49,54 @@ def _read_exact(fd: int, n: int) -> bytes | None:
     return data if len(data) == n else None
 
 
+class Frames:
+    """The frames (``_HEADER`` then a body) that arrive on a descriptor, however the reads cut
+    them: ``feed(data)`` adds what one read gave, ``take()`` the next whole frame as
+    ``(kind, body)`` or None. One read takes every frame a stream of small ones has waiting,
+    where reading each header and body on its own costs two system calls a frame."""
+
+    __slots__ = ("_buf", "_at")
+
+    def __init__(self) -> None:
+        self._buf = bytearray()
+        self._at = 0  # where the next frame starts in _buf
+
+    def feed(self, data: bytes) -> None:
+        if self._at:  # what was taken goes; a frame still arriving is only appended to
+            del self._buf[: self._at]
+            self._at = 0
+        self._buf += data
+
+    def take(self) -> tuple[bytes, bytes] | None:
+        at, buf = self._at, self._buf
+        if len(buf) - at < _HEADER.size:
+            return None
+        kind, n = _HEADER.unpack_from(buf, at)
+        end = at + _HEADER.size + n
+        if len(buf) < end:
+            return None
+        self._at = end
+        return kind, bytes(buf[at + _HEADER.size : end])
+
+    def need(self) -> int:
+        """After ``take()`` gave None: how many more bytes complete the frame begun."""
+        at, buf = self._at, self._buf
+        if len(buf) - at < _HEADER.size:
+            return _HEADER.size - (len(buf) - at)
+        return _HEADER.size + _HEADER.unpack_from(buf, at)[1] - (len(buf) - at)
+
+
+def _read_some(fd: int, n: int) -> bytes:
+    """One read of up to ``n`` bytes, retried across signals; b"" at the end or on an error."""
+    while True:
+        try:
+            return os.read(fd, n)
+        except InterruptedError:
+            continue
+        except OSError:
+            return b""
+
+
 def _vm_bytes() -> int:
     try:
         with open("/proc/self/statm", "rb") as fh:
@@ -64,17 +114,25 @@ def _cpu_seconds(pid: int) -> float:
         return 0.0
 
 
-def _cpu_limit(seconds: float) -> None:
+def _cpu_limit(seconds: float, soft: int = 0) -> int:
     """In the worker, before a request: the kernel ends it (SIGXCPU) once the request has used
     its CPU budget and two seconds more, whole seconds being all RLIMIT_CPU counts. The parent
     stops a late worker sooner itself; this holds while the parent cannot look (blocked writing
-    answers to a reader that stopped reading)."""
-    used = resource.getrusage(resource.RUSAGE_SELF)
-    soft = int(used.ru_utime + used.ru_stime + seconds) + 2
+    answers to a reader that stopped reading).
+
+    ``soft`` is the limit the last call set: while it still leaves this request its whole budget
+    and one second more, it stands (most requests take microseconds, and the two system calls
+    that move it cost a stream of small requests more than the analysis of many). Returns the
+    limit now in force."""
+    used = time.process_time()
+    if soft and soft - used >= seconds + 1:
+        return soft
+    soft = int(used + seconds) + 2
     try:
         resource.setrlimit(resource.RLIMIT_CPU, (soft, resource.getrlimit(resource.RLIMIT_CPU)[1]))
     except (ValueError, OSError):
         pass
+    return soft
 
 
 def _peak_kib(pid: int) -> int:
@@ -221,15 +279,18 @@ class Worker:
             resource.setrlimit(resource.RLIMIT_AS, (limit, resource.getrlimit(resource.RLIMIT_AS)[1]))
         except (ValueError, OSError):
             pass
+        frames = Frames()
+        soft = 0
         while True:
-            head = _read_exact(req_r, _HEADER.size)
-            if head is None:
-                return 0
-            _, n = _HEADER.unpack(head)
-            request = _read_exact(req_r, n)
-            if request is None:
-                return 0
-            _cpu_limit(self.seconds)
+            item = frames.take()
+            if item is None:  # the requests queued behind this one come in the same read
+                data = _read_some(req_r, min(max(_READ, frames.need()), _READ_MAX))
+                if not data:
+                    return 0
+                frames.feed(data)
+                continue
+            request = item[1]
+            soft = _cpu_limit(self.seconds, soft)
             try:
                 answer = self.handle(request)
                 kind = b"O"
@@ -239,43 +300,68 @@ class Worker:
                 frame = _HEADER.pack(kind, len(answer)) + answer
             except MemoryError:
                 return _MEMORY_EXIT
-            del request
+            del request, item
+            # each answer goes out as soon as it is made: the parent times a request from the
+            # answer before it, and one request's budget never counts another's time
             if not write_all(rep_w, frame):
                 return 0
             if kind == b"M":
                 return _MEMORY_EXIT
 
 
-# A request this small may wait in a worker's pipe behind the one it is answering: writing it
-# never blocks (the pipe holds 64 KiB), so the parent can never wait on a worker that is waiting
-# on the parent to read its answer. A larger one goes only to an idle worker.
+# A request this small may wait in a worker's pipe behind the one it is answering. Writing it
+# never blocks: it takes at most one page of the pipe (the kernel keeps a write of a page or less
+# in one page), and no more of them wait than the pipe has pages to spare, so the parent can never
+# wait on a worker that is waiting on the parent to read its answer. A larger one goes only to an
+# idle worker, which is reading it.
 _QUEUED_MAX = 4096
+_PAGE = 4096
+_REQUEST_PIPE = 1 << 20  # the size asked for the request pipe: room for a stream's small requests
+
+
+def _pipe_pages(fd: int) -> int:
+    """The pages a request pipe holds, after asking for ``_REQUEST_PIPE`` bytes (a limit such as
+    /proc/sys/fs/pipe-max-size may keep it at the default 64 KiB)."""
+    import fcntl
+
+    try:
+        return fcntl.fcntl(fd, fcntl.F_SETPIPE_SZ, _REQUEST_PIPE) // _PAGE
+    except OSError:
+        try:
+            return fcntl.fcntl(fd, fcntl.F_GETPIPE_SZ) // _PAGE
+        except OSError:
+            return 16
 
 
 class _Slot:
-    __slots__ = ("worker", "queue", "started", "cpu0")
+    __slots__ = ("worker", "queue", "started", "cpu0", "frames", "out", "room")
 
     def __init__(self, worker: Worker) -> None:
         self.worker = worker
         self.queue: deque[tuple[Hashable, bytes]] = deque()  # sent, unanswered; the first is running
         self.started = 0.0  # when the first of the queue started
         self.cpu0: float | None = None
+        self.frames = Frames()  # the worker's answers, as its pipe gives them
+        self.out = bytearray()  # requests taken and not yet written: one write at the next poll
+        self.room = 0  # how many requests may be queued behind the running one (its pipe's pages)
 
 
 class Pool:
-    """Up to ``jobs`` workers, each answering ``depth`` requests back to back, so a stream of
-    small requests costs neither a round trip per request nor more than one CPU's worth.
+    """Up to ``jobs`` workers, each holding up to ``depth`` requests, so a stream of small
+    requests costs neither a round trip nor a pair of system calls per request, nor more than
+    one CPU's worth.
 
     ``take(key, request)`` hands a request to a worker (False when none can take it now);
-    ``poll(timeout, also)`` waits up to ``timeout`` seconds (None: until something happens)
-    for answers, and returns them as ``(key, Outcome)`` pairs in the order they came, with
-    whether any of the descriptors in ``also`` became readable. Each request has the budget a
-    ``Worker`` gives it, counted from when its worker started on it; a worker that breaks one
-    costs only that request: those queued behind it go to the worker forked in its place.
+    ``poll(timeout, also)`` writes what was taken, then waits up to ``timeout`` seconds (None:
+    until something happens) for answers, and returns them as ``(key, Outcome)`` pairs in the
+    order they came, with whether any of the descriptors in ``also`` became readable. Each
+    request has the budget a ``Worker`` gives it, counted from when its worker started on it
+    (the answer before it came); a worker that breaks one costs only that request: those
+    queued behind it go to the worker forked in its place.
     """
 
     def __init__(self, handle: Callable[[bytes], bytes], jobs: int = 1, seconds: float = DEFAULT_SECONDS,
-                 memory_mib: int = DEFAULT_MEMORY_MIB, depth: int = 2) -> None:
+                 memory_mib: int = DEFAULT_MEMORY_MIB, depth: int = 32) -> None:
         self.seconds, self.depth = seconds, max(1, depth)
         self._slots = [_Slot(Worker(handle, seconds, memory_mib)) for _ in range(max(1, jobs))]
         self._next_check = 0.0
@@ -287,7 +373,7 @@ class Pool:
             if not s.queue:
                 best = s
                 break
-            if small and len(s.queue) < self.depth and (best is None or len(s.queue) < len(best.queue)):
+            if small and len(s.queue) < min(self.depth, s.room + 1) and (best is None or len(s.queue) < len(best.queue)):
                 best = s
         if best is None:
             return False
@@ -298,21 +384,35 @@ class Pool:
         w = s.worker
         if not w.pid:
             w._spawn()
-        frame = _HEADER.pack(b"Q", len(request)) + request
-        if not s.queue:
-            s.started, s.cpu0 = time.monotonic(), None
+            s.frames = Frames()
+            s.room = _pipe_pages(w.req_w) - 2  # a page for the request being read, one spare
+        idle = not s.queue
         s.queue.append((key, request))
-        # A worker that went away shows as the end of its answers, which poll() reports.
-        write_all(w.req_w, frame)
+        s.out += _HEADER.pack(b"Q", len(request))
+        s.out += request
+        if idle:  # an idle worker starts at once; requests queued behind go out at the next poll
+            s.started, s.cpu0 = time.monotonic(), None
+            write_all(w.req_w, s.out)
+            s.out.clear()
+
+    def _flush(self) -> None:
+        """Write what each worker was given since the last poll, in one write per worker. A
+        worker that went away shows as the end of its answers, which poll() reports."""
+        for s in self._slots:
+            if s.out:
+                write_all(s.worker.req_w, s.out)
+                s.out.clear()
 
     def _resend(self, s: _Slot) -> None:
         """After the worker of ``s`` ended: what was queued behind its request, to its successor."""
         waiting = list(s.queue)
         s.queue.clear()
+        s.out.clear()
         for key, request in waiting:
             self._send(s, key, request)
 
     def poll(self, timeout: float | None, also: Sequence[int] = ()) -> tuple[list[tuple[Hashable, Outcome]], bool]:
+        self._flush()
         busy = {s.worker.rep_r: s for s in self._slots if s.queue}
         if not busy and not also:
             return [], False  # nothing could ever become ready
@@ -325,14 +425,8 @@ class Pool:
         out: list[tuple[Hashable, Outcome]] = []
         for fd in ready:
             s = busy.get(fd)
-            if s is None:
-                continue
-            key, _ = s.queue.popleft()
-            out.append((key, s.worker._reply(s.started)))
-            if not s.worker.pid:  # it broke its budget or ended: the rest go to a new worker
-                self._resend(s)
-            elif s.queue:
-                s.started, s.cpu0 = time.monotonic(), None
+            if s is not None:
+                self._answers(s, out)
         now = time.monotonic()
         if busy and now >= self._next_check:
             self._next_check = now + _TICK
@@ -342,7 +436,33 @@ class Pool:
                     s.worker.stop()
                     out.append((key, Outcome("time", detail=f"{self.seconds:g} s", seconds=now - s.started)))
                     self._resend(s)
+        self._flush()  # what was queued behind a broken request, to its successor
         return out, any(fd not in busy for fd in ready)
+
+    def _answers(self, s: _Slot, out: list[tuple[Hashable, Outcome]]) -> None:
+        """Read once from the worker of ``s`` (it is readable) and add every answer now whole
+        to ``out``; a worker that ended costs its running request (``Worker._lost``)."""
+        w = s.worker
+        data = _read_some(w.rep_r, min(max(_READ, s.frames.need()), _READ_MAX))
+        if not data:
+            key, _ = s.queue.popleft()
+            out.append((key, w._lost(s.started)))
+            self._resend(s)
+            return
+        s.frames.feed(data)
+        while (frame := s.frames.take()) is not None:
+            kind, body = frame
+            now = time.monotonic()
+            key, _ = s.queue.popleft()
+            if kind == b"M":
+                peak = _peak_kib(w.pid)
+                w.stop()
+                out.append((key, Outcome("memory", detail=f"{w.memory_mib} MiB", seconds=now - s.started, peak_kib=peak)))
+                self._resend(s)
+                return
+            out.append((key, Outcome("ok", body, seconds=now - s.started, peak_kib=_peak_kib(w.pid) if w.peaks else 0)))
+            if s.queue:
+                s.started, s.cpu0 = now, None
 
     def _late(self, s: _Slot, now: float) -> bool:
         """Whether the request ``s`` is running has used up its budget (as ``Worker.ask`` counts)."""
