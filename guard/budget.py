@@ -380,6 +380,11 @@ class Pool:
         self._send(best, key, request)
         return True
 
+    def backlog(self) -> int:
+        """The fewest requests any worker holds: while every worker has several, an answer
+        need not be read the moment it is written."""
+        return min(len(s.queue) for s in self._slots)
+
     def _send(self, s: _Slot, key: Hashable, request: bytes) -> None:
         w = s.worker
         if not w.pid:

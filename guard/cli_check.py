@@ -10,6 +10,7 @@ import json
 import os
 import re
 import sys
+import time
 from collections.abc import Sequence
 from typing import Any
 
@@ -246,6 +247,13 @@ MAX_LINE_BYTES = 64 * 1024 * 1024
 # this many bytes of them, so a slow line followed by a flood costs no more memory than this.
 WINDOW_LINES = 1024
 WINDOW_BYTES = 16 << 20
+# While every worker holds this many lines, the stream sleeps BATCH_WAIT before it looks for
+# answers, and answers ready to go out wait at most FLUSH_AFTER (or 64 KiB) while others are
+# being answered: a caller that waits for an answer before sending more meets an idle pool and
+# gets it at once.
+BATCH_BACKLOG = 4
+BATCH_WAIT = 0.0005
+FLUSH_AFTER = 0.002
 
 
 def _fail_closed(ctx: Context) -> bool:
@@ -427,6 +435,7 @@ def _check_stream(pool: budget.Pool, closed: bool, fd: int = 0, out_fd: int = 1)
     held: tuple[int, bytes] | None = None  # the next line, which no worker could take yet
     sent = written = 0
     out = bytearray()
+    out_since = 0.0  # when the oldest answer in ``out`` was put there
 
     def room() -> bool:  # for another line behind the oldest unanswered one
         return sent - written < WINDOW_LINES and waiting < WINDOW_BYTES
@@ -465,13 +474,20 @@ def _check_stream(pool: budget.Pool, closed: bool, fd: int = 0, out_fd: int = 1)
             if lines.eof and held is None and written == sent:
                 return EXIT_ALLOW  # the last answers are written below
             reading = [fd] if held is None and not lines.eof and lines.queued() < 1024 and room() else []
+            if pool.backlog() >= BATCH_BACKLOG:
+                # every worker has lines in hand for a while: let their answers gather, one
+                # wake-up for several instead of one per answer
+                time.sleep(BATCH_WAIT)
             answered, readable = pool.poll(0, reading)
+            now = time.monotonic()
             if not answered and not readable:  # nothing else ready: what is answered goes out
                 if out and not _flush(out_fd, out):
                     return EXIT_ALLOW  # the reader went away: nobody is left to answer
                 answered, readable = pool.poll(None, reading)
-            elif len(out) >= 1 << 16 and not _flush(out_fd, out):
+            elif (len(out) >= 1 << 16 or (out and now - out_since >= FLUSH_AFTER)) and not _flush(out_fd, out):
                 return EXIT_ALLOW
+            if not out:
+                out_since = now
             for key, outcome in answered:
                 give(key, _answer_of(raws.pop(key), outcome, closed))  # type: ignore[arg-type, call-overload]
             if readable:

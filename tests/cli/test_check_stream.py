@@ -411,3 +411,45 @@ def test_a_slow_line_stops_the_reading_not_the_memory(tmp_path: Path) -> None:
             p.kill()
             p.wait()
     assert got.count(b"\n") == n + 1
+
+
+_BUSY_EACH = """
+import sys, time
+from guard import budget, cli_check
+def handle(req):
+    t = time.perf_counter() + 0.0001
+    while time.perf_counter() < t:
+        pass
+    return b'{"verdict": "allow"}'
+sys.exit(cli_check._check_stream(budget.Pool(handle, jobs=2, seconds=60), False))
+"""
+
+
+def test_answers_flow_out_while_a_burst_is_still_being_answered() -> None:
+    # 20,000 lines of 0.1 ms each keep both workers busy for a second or more, answers always
+    # ready: the first must reach the caller long before the last, and every answer without
+    # the caller closing its end (answers wait at most FLUSH_AFTER, not for 64 KiB of them)
+    import sys
+    import threading
+
+    n = 20_000
+    p = subprocess.Popen([sys.executable, "-c", _BUSY_EACH], stdin=subprocess.PIPE, stdout=subprocess.PIPE,
+                         cwd=str(Path(__file__).resolve().parents[2]))
+    assert p.stdin is not None and p.stdout is not None
+    try:
+        t = time.monotonic()
+        feeder = threading.Thread(target=lambda: (p.stdin.write(b'{"command": "ls"}\n' * n), p.stdin.flush()))
+        feeder.start()
+        first = p.stdout.readline()
+        first_after = time.monotonic() - t
+        rest = [p.stdout.readline() for _ in range(n - 1)]
+        all_after = time.monotonic() - t
+        feeder.join(30)
+        assert first == b'{"verdict": "allow"}\n' and set(rest) == {first}
+        assert first_after < all_after / 10
+        p.stdin.close()
+        assert p.wait(30) == 0
+    finally:
+        if p.poll() is None:
+            p.kill()
+            p.wait()
