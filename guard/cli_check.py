@@ -425,9 +425,10 @@ def _flush(fd: int, out: bytearray) -> bool:
 def _check_stream(pool: budget.Pool, closed: bool, fd: int = 0, out_fd: int = 1) -> int:
     """One answer per input line, in input order, the id echoed whatever happens to the line.
 
-    Lines go to the pool's workers as they arrive; answers are written in order as soon as the
-    ones before them are, and written out whenever nothing else is ready, so a caller that sends
-    one line and waits gets its answer at once."""
+    Lines go to the pool's workers as they arrive; answers are put in order as soon as the ones
+    before them are, and written out whenever nothing else is ready (so a caller that sends one
+    line and waits gets its answer at once), once 64 KiB of them wait, or once the oldest has
+    waited FLUSH_AFTER while a burst is being answered."""
     lines = Lines(fd, MAX_LINE_BYTES)
     raws: dict[int, bytes] = {}  # the lines the workers hold, for an answer they could not give
     done: dict[int, bytes] = {}
