@@ -7,7 +7,7 @@ from guard.ir import UNKNOWN, Invocation, Resolution, Script, Verdict
 
 # Imported here rather than inside classify: every module below is needed by the first
 # classification anyway, and an import statement in a function costs about 0.7 µs per call.
-from guard.policy.facts import World, facts_for, where
+from guard.policy.facts import MENTION_ONLY, World, facts_for, names_a_store, quiet_program, where
 from guard.policy.match import compile_cond, match_compiled
 from guard.policy.messages import render
 from guard.policy.programs import spec_for
@@ -17,12 +17,21 @@ from guard.ruleset.model import RuleSet, per_set
 
 
 def effective_context(ctx: Context, rs: RuleSet) -> Context:
-    """Fill what the caller left open from the config (SPEC §7 precedence)."""
+    """Fill what the caller left open from the config (SPEC §7 precedence). The last answer is
+    kept with the context and rule set it was made from: a stream of commands asks with the
+    same two each time, and what it reads of them (the trees, strict, the config) does not
+    change while they are held."""
+    last = _last_effective
+    if last and last[0] is ctx and last[1] is rs:
+        return last[2]
     trees = ctx.trees or derived(rs).trees or Context().trees
     strict = ctx.strict or bool(rs.config.get("strict"))
-    if trees == ctx.trees and strict == ctx.strict:
-        return ctx
-    return replace(ctx, trees=trees, strict=strict)
+    out = ctx if trees == ctx.trees and strict == ctx.strict else replace(ctx, trees=trees, strict=strict)
+    _last_effective[:] = (ctx, rs, out)
+    return out
+
+
+_last_effective: list = []
 
 
 def world_of(ctx: Context, rs: RuleSet) -> World:
@@ -50,11 +59,31 @@ def classify(script: Script, res: Resolution, ctx: Context, rs: RuleSet) -> Verd
     notes = list(res.unresolved)
     hits: list[tuple[int, int, dict, Invocation, dict, bool]] = []
     places: list[bool | None] = []
+    quiet = compiled.quiet
+    unnamed_gates = compiled.unnamed_gates()
     for idx, inv in enumerate(res.invocations):
-        facts = facts_for(inv, world)
-        in_tree = facts.get("repo") if "repo" in facts else where(inv.cwd, world)
-        places.append(_PLACE.get(in_tree))  # type: ignore[arg-type]
-        program = facts.get("program") or inv.program
+        program = inv.program
+        q = quiet.get(program)
+        if q is None:
+            q = compiled.is_quiet(program, world)
+        if q and not inv.var_refs and not inv.writes:
+            # ``facts_for``'s own short way, taken here: the facts are the program's name, and
+            # cred_store when an operand names a credential store. With neither a rule's gate
+            # fact, no rule can match (most invocations: ls, cat, pytest …).
+            places.append(_PLACE.get(where(inv.cwd, world)))  # type: ignore[arg-type]
+            if program in MENTION_ONLY or not names_a_store(inv, world):
+                if unnamed_gates is not None:
+                    continue
+                facts = {"program": program}
+            else:
+                facts = {"program": program, "cred_store": True}
+                if unnamed_gates is not None and "cred_store" not in unnamed_gates:
+                    continue
+        else:
+            facts = facts_for(inv, world)
+            in_tree = facts.get("repo") if "repo" in facts else where(inv.cwd, world)
+            places.append(_PLACE.get(in_tree))  # type: ignore[arg-type]
+            program = facts.get("program") or program
         allows, refusals, gates = compiled.by_program.get(program) or _candidates(rs, program)
         if gates is not None and gates.isdisjoint(facts):
             continue  # every rule left needs a fact this invocation lacks (ls, cat, pytest …)
@@ -123,6 +152,22 @@ class _Compiled:
         # per program: its refusing rules' gate facts, and by the values an invocation has for
         # them, the rules whose gates those values pass (``_passing``)
         self.passing: dict[str, tuple[tuple[str, ...], dict[tuple, list[tuple]]]] = {}
+        # per program: whether ``facts_for`` takes its short way for it (``quiet_program``),
+        # which depends on the program name and the rule set only
+        self.quiet: dict[str, bool] = {}
+
+    def is_quiet(self, program: str, world: World) -> bool:
+        """``quiet_program``, kept for the next invocation of the same program (a few hundred
+        names in a corpus; past 4096 it is worked out each time)."""
+        q = quiet_program(program, world)
+        if len(self.quiet) < 4096:
+            self.quiet[program] = q
+        return q
+
+    def unnamed_gates(self) -> frozenset[str] | None:
+        """The gate facts of the rules an invocation of a program no rule names can meet (see
+        ``_candidates``), None when one of those rules has none."""
+        return (self.by_program.get(_UNNAMED) or _candidates(self.rs, _UNNAMED))[2]
 
 
 def _gate_passes(have: object, wants: tuple) -> bool:

@@ -47,10 +47,12 @@ def run(
     """
     cwd = cwd or st.cwd
     name = argv[0] if argv else ""
-    if "/" not in name and not st.renamed and name not in st.hashed and _plain_name(name):
-        # most commands (ls, cat, grep, pytest): a name nothing below would act on, run as it is
-        w.emit(argv, st, fr, env, stdin, writes, refs, pos, program=basename(name), cwd=cwd)
-        return argv
+    if "/" not in name and not st.renamed and name not in st.hashed:
+        plain = _plain_name(name)
+        if plain:
+            # most commands (ls, cat, grep, pytest): a name nothing below would act on, run as it is
+            w.emit(argv, st, fr, env, stdin, writes, refs, pos, plain, cwd)
+            return argv
     env = dict(env)
     for _ in range(16):
         if not argv:
@@ -125,16 +127,17 @@ _ACTED_ON = frozenset({*NAMED, *WRAPPERS, *SHELLS, "eval", "trap", "curl", "sour
 
 
 @lru_cache(maxsize=4096)
-def _plain_name(name: str) -> bool:
-    """Whether ``run`` does nothing for a program of this name (written without a ``/``, with
-    no ``hash`` or copy of a program earlier in the command) but emit it: no wrapper, shell,
-    interpreter, git program, project runner, or program that runs commands from its options
-    or its input. Asked per name once: every corpus command's programs are a few hundred names."""
+def _plain_name(name: str) -> str:
+    """The program's basename when ``run`` does nothing for a program of this name (written
+    without a ``/``, with no ``hash`` or copy of a program earlier in the command) but emit it:
+    no wrapper, shell, interpreter, git program, project runner, or program that runs commands
+    from its options or its input; else "". Asked per name once (every corpus command's
+    programs are a few hundred names), and the basename with it, which the emit needs."""
     base = basename(name)
-    return bool(base) and not (
-        base.startswith("git-") or base in _ACTED_ON or base in _READS_COMMANDS or base in _RUNS_PROGRAMS
-        or interpreter_lang(name) is not None
-    )
+    if not base or base.startswith("git-") or base in _ACTED_ON or base in _READS_COMMANDS or base in _RUNS_PROGRAMS \
+            or interpreter_lang(name) is not None:
+        return ""
+    return base
 _PROC_EXE = re.compile(r"^/proc/(?:self|\d+|" + UNKNOWN + r")/exe$")
 
 

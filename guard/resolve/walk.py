@@ -49,6 +49,11 @@ OUTPUT_OPS = frozenset({">", ">>", ">|", "&>", "&>>", "<>"})
 # The programs whose effect on later commands of the same command line the walk remembers.
 _REMEMBERED = frozenset({"rm", "rmdir", "cp", "ln", "install", "mv", "link", "mkdir", "git"})
 LATER_CODE = frozenset({"PROMPT_COMMAND", "PS0", "PS1", "PS2", "PS4"})
+# First words whose other words expand as assignments (declarations) or unsplit ([[ … ]]), and
+# those with more to do once the command is emitted (declarations, arithmetic operands): a set
+# each, so a command with any other first word (nearly all) is told so by one lookup.
+_ASSIGNING_HEADS = builtins.DECLARE | {"[["}
+_AFTER_RUN_HEADS = builtins.DECLARE | {"[[", "((", "let"}
 
 
 PIPE_TO_STAGES = 32
@@ -81,7 +86,13 @@ class Walker:
                 sink.note(f"command too large: analysis stopped after {WALK_BUDGET} nodes")
             return None
         if isinstance(n, Simple):
-            return self.simple(n, st, fr, stdin)
+            # the reads of the command being walked are its own: kept here, not in a method of
+            # their own, as this is the one way to a simple command (one call fewer for each)
+            outer_reads, self.reads = self.reads, []
+            try:
+                return self.simple(n, st, fr, stdin)
+            finally:
+                self.reads = outer_reads
         if isinstance(n, Pipeline):
             self.pipeline(n, st, fr, stdin, output=False)
         elif isinstance(n, AndOr):
@@ -180,13 +191,6 @@ class Walker:
                   {}, None, (), [], right.pos, program="cp", cwd=right.cwd)
 
     def simple(self, n: Simple, st: State, fr: Frame, stdin: str | None) -> tuple[str, ...] | None:
-        outer_reads, self.reads = self.reads, []
-        try:
-            return self._simple(n, st, fr, stdin)
-        finally:
-            self.reads = outer_reads
-
-    def _simple(self, n: Simple, st: State, fr: Frame, stdin: str | None) -> tuple[str, ...] | None:
         refs: list[str] = []
         # assignments: values are expanded (their substitutions run) in order
         assigned: dict[str, str | list[str] | dict | None] = {}
@@ -216,8 +220,13 @@ class Walker:
                 stdin = in_stdin  # a heredoc or here-string replaces piped input
         self.stdin_used = stdin
         argv: list[str] = []
-        head = n.words[0].literal if n.words else None
-        if head in builtins.DECLARE or head == "[[":
+        words = n.words
+        if words:  # ``Word.literal`` inline for the usual first word, a single literal part
+            parts = words[0].parts
+            head = parts[0].text if len(parts) == 1 and type(parts[0]) is Lit else words[0].literal
+        else:
+            head = None
+        if head in _ASSIGNING_HEADS:
             # declarations expand NAME=VALUE words as assignments; [[ … ]] neither splits nor globs
             hooks = self.hooks(fr)
             for k, w in enumerate(n.words):
@@ -230,7 +239,7 @@ class Walker:
         else:
             append = argv.append
             plain_text = PLAIN_TEXT
-            for w in n.words:
+            for w in words:
                 parts = w.parts
                 # ``literal_field``'s first answer inline (a quoted literal, or unquoted text
                 # already known to need no expansion): most words, without a call each
@@ -242,7 +251,7 @@ class Walker:
                     append(field)
                 else:
                     argv.extend(self.expand(w, st, fr, refs))
-        if not n.words:
+        if not words:
             st.vars.update(assigned)
             if refs:
                 self.emit(("",), st, fr, {}, stdin, writes, refs, n.pos, program=":assign")
@@ -255,7 +264,7 @@ class Walker:
         if st.links:
             argv = [relink(a, st) for a in argv]
         # aliases apply to the first word when it was written as a plain literal
-        first = n.words[0]
+        first = words[0]
         literal = first.literal if st.aliases else None  # no aliases (the usual case): no lookup
         if (
             literal is not None
@@ -273,13 +282,14 @@ class Walker:
             fr = Frame(fr.via + (label,), fr.depth, fr.lang)
         args = tuple(argv)
         final = programs.run(self, args, st, fr, env, stdin, writes, refs, n.pos)
-        if head in builtins.DECLARE:
-            for a in argv[1:]:
-                var, eq, val = a.partition("=")
-                if eq and var in LATER_CODE:
-                    self.later_code(var, val, st, fr)
-        elif head == "[[" or head == "((" or head == "let":
-            self.arith_operands(head, argv, st, fr, refs)
+        if head in _AFTER_RUN_HEADS:  # one test for the few heads with more to do (most have none)
+            if head in builtins.DECLARE:
+                for a in argv[1:]:
+                    var, eq, val = a.partition("=")
+                    if eq and var in LATER_CODE:
+                        self.later_code(var, val, st, fr)
+            else:
+                self.arith_operands(head, argv, st, fr, refs)
         # after the emit, so `cd X` itself runs where it was typed
         st.failed = False
         if argv[0] in builtins.CHANGES_STATE:
@@ -290,7 +300,9 @@ class Walker:
             self.remember_written(args, stdin, writes, st)
         if not final:
             return final
-        ran = final[0].rsplit("/", 1)[-1]
+        ran = final[0]
+        if "/" in ran:
+            ran = ran.rsplit("/", 1)[-1]
         if ran not in _REMEMBERED:
             return final
         if ran in ("rm", "rmdir"):
@@ -626,22 +638,27 @@ def _piped(inv: Invocation, later: tuple[tuple[str, ...], ...]) -> Invocation:
                       inv.pos, inv.lang, inv.reads, inv.removed, inv.cloned, inv.facts)
 
 
+# The frame a command's walk starts in: frames are never changed once made, so every walk
+# shares this one.
+_OUTERMOST = Frame()
+
+
 def walk_script(script: Script, ctx: Context, sink: Sink, reparse: Callable[[str], Script]) -> None:
     st = initial_state(ctx)
     w = Walker(ctx, sink, reparse)
     if ctx.startup_files:
         sourced.startup(w, ctx.startup_files, st)
-    w.node(script.body, st, Frame())
+    w.node(script.body, st, _OUTERMOST)
 
 
-def _start(ctx: Context) -> tuple[str, dict, dict[str, str | FunctionDef]]:
-    """The cwd, variables and functions a command in ``ctx`` starts with, before the copy each
-    command gets. A stream of commands in one context (``guard check --jsonl``, a server worker)
-    asks for the same each time, so the last one is kept with what it was made from: a copy of
-    the environment compared by value (a caller may change its dict between commands), the cwd
-    and the functions."""
+def _start(ctx: Context) -> tuple[str, dict, dict[str, str | FunctionDef], tuple[str, ...]]:
+    """The cwd, variables, functions and known folders (the cwd and the trees) a command in
+    ``ctx`` starts with, before the copy each command gets. A stream of commands in one context
+    (``guard check --jsonl``, a server worker) asks for the same each time, so the last one is
+    kept with what it was made from: a copy of the environment compared by value (a caller may
+    change its dict between commands), the cwd, the functions and the trees."""
     last = _last_start
-    if last and last[1] == ctx.cwd and last[0] == ctx.env and last[2] == ctx.functions:
+    if last and last[1] == ctx.cwd and last[0] == ctx.env and last[2] == ctx.functions and last[4] == ctx.trees:
         return last[3]
     cwd = paths.normalise(ctx.cwd)
     env = ctx.env
@@ -660,8 +677,8 @@ def _start(ctx: Context) -> tuple[str, dict, dict[str, str | FunctionDef]]:
                 name = key[10:-2]
                 functions[name] = f"{name} {value}"
                 vars.pop(key, None)
-    start = (cwd, vars, functions)
-    _last_start[:] = (dict(env), ctx.cwd, dict(ctx.functions), start)
+    start = (cwd, vars, functions, (cwd, *ctx.trees))
+    _last_start[:] = (dict(env), ctx.cwd, dict(ctx.functions), start, ctx.trees)
     return start
 
 
@@ -669,8 +686,8 @@ _last_start: list = []
 
 
 def initial_state(ctx: Context) -> State:
-    cwd, vars, functions = _start(ctx)
-    st = State.start(cwd, dict(vars), dict(ctx.aliases) if ctx.aliases else {}, (cwd, *ctx.trees))
+    cwd, vars, functions, given = _start(ctx)
+    st = State.start(cwd, dict(vars), dict(ctx.aliases) if ctx.aliases else {}, given)
     if functions:
         st.functions.update(functions)
     return st
