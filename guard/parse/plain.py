@@ -59,6 +59,7 @@ _NOT_A_NAME = frozenset({
     "function", "in", "time", "coproc", "declare", "typeset", "export", "local", "readonly", "unset",
 })
 _LITS: dict[str, tuple[Lit]] = {}  # the parts of a plain word, by its text (records are immutable)
+_NAMES: dict[str, bool] = {}  # whether a first word is a command name read here, by its text
 
 
 def _parts(text: str, start: int) -> tuple:
@@ -86,7 +87,12 @@ def _word(text: str, at: int, plain: bool) -> Word:
 
 def _simple(words: list[Word], assigns: list[Assign], redirects: list[Redirect], start: int) -> Simple | None:
     head = words[0].raw
-    if head in _NOT_A_NAME or not _NAME.fullmatch(head):
+    ok = _NAMES.get(head)
+    if ok is None:
+        ok = head not in _NOT_A_NAME and _NAME.fullmatch(head) is not None
+        if len(_NAMES) < 4096:  # command names recur (git, ls, cd): the test once per name
+            _NAMES[head] = ok
+    if not ok:
         return None
     if redirects:
         for w in words:  # a loop, not any() over a generator: one Simple per command read here
@@ -189,6 +195,14 @@ def lower(src: str, base: int = 0) -> Script | None:
                     return None  # a line continuation before anything but a word
             at += len(blank)
             glued = False
+        if plain and words and pending is None and not redirects and plain != "==" and plain != "=~":
+            # the usual token: a plain word after the command's first, read here without the
+            # tests below for assignments, redirection targets and test operators
+            n = len(plain)
+            words.append(Word(plain, lits.get(plain) or _plain_parts(plain), (at, at + n)))
+            at += n
+            glued = True
+            continue
         word = plain or quoted
         if word:
             n = len(word)
