@@ -78,6 +78,11 @@ class Frames:
         self._at = end
         return kind, bytes(buf[at + _HEADER.size : end])
 
+    def begun(self) -> bool:
+        """After ``take()`` gave None: whether part of the next frame has arrived (its sender
+        had finished making it)."""
+        return len(self._buf) > self._at
+
     def need(self) -> int:
         """After ``take()`` gave None: how many more bytes complete the frame begun."""
         at, buf = self._at, self._buf
@@ -315,7 +320,7 @@ class Worker:
 # wait on a worker that is waiting on the parent to read its answer. A larger one goes only to an
 # idle worker, which is reading it.
 _QUEUED_MAX = 4096
-_PAGE = 4096
+_PAGE = os.sysconf("SC_PAGE_SIZE") if hasattr(os, "sysconf") else 4096
 _REQUEST_PIPE = 1 << 20  # the size asked for the request pipe: room for a stream's small requests
 
 
@@ -436,7 +441,9 @@ class Pool:
         if busy and now >= self._next_check:
             self._next_check = now + _TICK
             for s in busy.values():
-                if s.queue and s.worker.pid and now - s.started > _TICK and self._late(s, now):
+                # an answer partly read is a request done: only the reading of it is left
+                if s.queue and s.worker.pid and not s.frames.begun() and now - s.started > _TICK \
+                        and self._late(s, now):
                     key, _ = s.queue.popleft()
                     s.worker.stop()
                     out.append((key, Outcome("time", detail=f"{self.seconds:g} s", seconds=now - s.started)))

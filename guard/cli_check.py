@@ -472,7 +472,7 @@ def _check_stream(pool: budget.Pool, closed: bool, fd: int = 0, out_fd: int = 1)
                 out += answer
                 out += b"\n"
                 written += 1
-            if lines.eof and held is None and written == sent:
+            if lines.eof and held is None and not lines.queued() and written == sent:
                 return EXIT_ALLOW  # the last answers are written below
             reading = [fd] if held is None and not lines.eof and lines.queued() < 1024 and room() else []
             if pool.backlog() >= BATCH_BACKLOG:

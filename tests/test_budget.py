@@ -112,3 +112,26 @@ def test_a_worker_holds_no_more_requests_than_its_pipe_has_pages_for() -> None:
         assert {o.answer for o in got.values()} == {b"S" * 4000}
     finally:
         pool.stop()
+
+
+def _late_and_large(_: bytes) -> bytes:
+    t = time.process_time() + 0.25
+    while time.process_time() < t:
+        pass
+    return b"y" * (64 << 20)
+
+
+def test_an_answer_partly_read_is_not_charged_as_over_the_budget() -> None:
+    # the request used most of its 0.3 s budget, then wrote an answer larger than one read; the
+    # parent, slow between polls, must take the whole answer rather than stop the worker
+    pool = budget.Pool(_late_and_large, jobs=1, seconds=0.3)
+    got: list = []
+    try:
+        assert pool.take(0, b"x")
+        deadline = time.monotonic() + 60
+        while not got and time.monotonic() < deadline:
+            got += pool.poll(None)[0]
+            time.sleep(0.02)  # a parent busy elsewhere between polls
+    finally:
+        pool.stop()
+    assert [(k, o.kind, len(o.answer or b"")) for k, o in got] == [(0, "ok", 64 << 20)]

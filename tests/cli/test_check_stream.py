@@ -453,3 +453,29 @@ def test_answers_flow_out_while_a_burst_is_still_being_answered() -> None:
         if p.poll() is None:
             p.kill()
             p.wait()
+
+
+_TWO_SLOW = """
+import json, sys, time
+from guard import budget, cli_check
+def handle(req):
+    obj = json.loads(req)
+    if obj["command"].startswith("sleep:"):
+        time.sleep(float(obj["command"][6:]))
+    return json.dumps({"id": obj["id"]}).encode()
+sys.exit(cli_check._check_stream(budget.Pool(handle, jobs=3, seconds=5), False))
+"""
+
+
+def test_the_end_of_input_waits_for_lines_still_queued_behind_the_window() -> None:
+    # two slow lines hold the window (1,024 lines) open while the rest of the input, its end
+    # included, has been read: the stream may end only once those queued lines are answered too
+    import sys
+
+    n = 1101
+    lines = [json.dumps({"id": i, "command": "sleep:1" if i == 0 else "sleep:2" if i == 40 else f"c{i}"})
+             for i in range(n)]
+    p = subprocess.run([sys.executable, "-c", _TWO_SLOW], input="".join(x + "\n" for x in lines).encode(),
+                       capture_output=True, timeout=120, cwd=str(Path(__file__).resolve().parents[2]))
+    assert p.returncode == 0
+    assert [json.loads(x)["id"] for x in p.stdout.splitlines()] == list(range(n))
