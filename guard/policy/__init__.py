@@ -7,7 +7,7 @@ from guard.ir import UNKNOWN, Invocation, Resolution, Script, Verdict
 
 # Imported here rather than inside classify: every module below is needed by the first
 # classification anyway, and an import statement in a function costs about 0.7 µs per call.
-from guard.policy.facts import MENTION_ONLY, World, facts_for, names_a_store, quiet_program, where
+from guard.policy.facts import World, facts_for, quiet_facts, quiet_program, where
 from guard.policy.match import compile_cond, match_compiled
 from guard.policy.messages import render
 from guard.policy.programs import spec_for
@@ -60,25 +60,16 @@ def classify(script: Script, res: Resolution, ctx: Context, rs: RuleSet) -> Verd
     hits: list[tuple[int, int, dict, Invocation, dict, bool]] = []
     places: list[bool | None] = []
     quiet = compiled.quiet
-    unnamed_gates = compiled.unnamed_gates()
     for idx, inv in enumerate(res.invocations):
         program = inv.program
         q = quiet.get(program)
         if q is None:
             q = compiled.is_quiet(program, world)
         if q and not inv.var_refs and not inv.writes:
-            # ``facts_for``'s own short way, taken here: the facts are the program's name, and
-            # cred_store when an operand names a credential store. With neither a rule's gate
-            # fact, no rule can match (most invocations: ls, cat, pytest …).
+            # ``facts_for``'s short way, its tests on the program kept per name: the facts are
+            # the name and at most cred_store, and the place is the cwd's (no repo fact)
+            facts = quiet_facts(inv, world)
             places.append(_PLACE.get(where(inv.cwd, world)))  # type: ignore[arg-type]
-            if program in MENTION_ONLY or not names_a_store(inv, world):
-                if unnamed_gates is not None:
-                    continue
-                facts = {"program": program}
-            else:
-                facts = {"program": program, "cred_store": True}
-                if unnamed_gates is not None and "cred_store" not in unnamed_gates:
-                    continue
         else:
             facts = facts_for(inv, world)
             in_tree = facts.get("repo") if "repo" in facts else where(inv.cwd, world)
@@ -163,11 +154,6 @@ class _Compiled:
         if len(self.quiet) < 4096:
             self.quiet[program] = q
         return q
-
-    def unnamed_gates(self) -> frozenset[str] | None:
-        """The gate facts of the rules an invocation of a program no rule names can meet (see
-        ``_candidates``), None when one of those rules has none."""
-        return (self.by_program.get(_UNNAMED) or _candidates(self.rs, _UNNAMED))[2]
 
 
 def _gate_passes(have: object, wants: tuple) -> bool:

@@ -498,7 +498,7 @@ def token_facts(inv: Invocation, world: World) -> dict:
         for nxt in inv.pipe_to:
             if nxt and nxt[0].rsplit("/", 1)[-1] in SEARCHERS and any(TOKENISH.search(a) for a in nxt[1:]):
                 facts["env_search"] = True
-    if prog not in MENTION_ONLY and names_a_store(inv, world):
+    if prog not in MENTION_ONLY and _names_a_store(inv, world):
         facts["cred_store"] = True
     if prog in SEARCHERS or (prog == "git" and "grep" in args[:3]):
         # one search over all the words first: a match inside one word is a match in them joined,
@@ -522,7 +522,7 @@ def token_facts(inv: Invocation, world: World) -> dict:
     return facts
 
 
-def names_a_store(inv: Invocation, world: World) -> bool:
+def _names_a_store(inv: Invocation, world: World) -> bool:
     """Whether an operand or input redirection of ``inv`` names a credential store."""
     operands = (*inv.argv[1:], *inv.reads) if inv.reads else inv.argv[1:]
     # One CRED_HINTS pass over all operands first: no hint literal contains a newline, so the
@@ -729,11 +729,21 @@ def _holds_repo(path: str, removed: tuple[str, ...] = (), depth: int = 3) -> boo
 
 def quiet_program(prog: str, world: World) -> bool:
     """Whether ``facts_for`` gives an invocation of ``prog`` that reads no variable and writes
-    nothing only ``{"program": prog}``, with ``cred_store`` when an operand names a credential
-    store: the program has no spec (by its name or as a dashed one), token_facts and file_facts
-    look at other programs by name, and no rule names it or reads every program."""
+    nothing only ``quiet_facts``: the program has no spec (by its name or as a dashed one),
+    token_facts and file_facts look at other programs by name, and no rule names it or reads
+    every program. It depends on the name and the rule set only."""
     return (spec_for(prog, world.programs)[0] is None and prog not in _OWN_FACTS and not world.read_all
             and prog not in world.named)
+
+
+def quiet_facts(inv: Invocation, world: World) -> dict:
+    """The facts of an invocation of a ``quiet_program`` that reads no variable and writes
+    nothing (most of them: ls, cat, pytest): of every fact ``facts_for`` can give, only the
+    credential-store operands can hold."""
+    prog = inv.program
+    if prog not in MENTION_ONLY and _names_a_store(inv, world):
+        return {"program": prog, "cred_store": True}
+    return {"program": prog}
 
 
 def facts_for(inv: Invocation, world: World) -> dict:
@@ -745,13 +755,7 @@ def facts_for(inv: Invocation, world: World) -> dict:
         spec, prog = spec_for(prog, world.programs)
     if (spec is None and prog not in _OWN_FACTS and not inv.var_refs and not inv.writes and not world.read_all
             and prog not in world.named):
-        # Most invocations (ls, cat, pytest): no spec, no rule naming the program, no variable
-        # read, nothing written, none of the programs token_facts or file_facts look at by
-        # name (``quiet_program``). Of every fact below only the credential-store operands can
-        # hold: the same dict, without the two calls and their tests.
-        if prog not in MENTION_ONLY and names_a_store(inv, world):
-            return {"program": prog, "cred_store": True}
-        return {"program": prog}
+        return quiet_facts(inv, world)  # ``quiet_program``'s test, with the spec already looked up
     facts: dict = {"program": prog}
     if spec is not None:
         read_as = inv
