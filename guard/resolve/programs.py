@@ -431,9 +431,7 @@ def _git_alias(
     if defined:
         st.git_aliases[defined[0]] = defined[1]
         return False
-    merged = {k: v for k, v in st.vars.items() if isinstance(v, str)}
-    merged.update(env)
-    hit = gitalias.lookup(argv, merged, st.git_aliases)
+    hit = gitalias.lookup(argv, gitalias.ShellEnv(env, st.vars), st.git_aliases)
     if hit is None or fr.depth >= w.sink.max_depth or f"git alias {hit[0]}" in fr.via:
         return False
     name, value, i = hit
