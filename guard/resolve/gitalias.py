@@ -18,6 +18,30 @@ _CONFIG_SECTION = re.compile(r"^\[\s*([^\]\s\"]+)")
 GLOBAL_WITH_ARG = frozenset({"-C", "-c", "--git-dir", "--work-tree", "--namespace", "--config-env", "--super-prefix"})
 
 
+# git runs a built-in command of the name first and a ``git-NAME`` program next, and only then
+# looks for an alias ("aliases that hide existing Git commands are ignored", git-config(1);
+# ``run_argv`` in git.c): an alias named after one of these never runs. The names are git 2.39's
+# ``git --list-cmds=builtins``; a built-in newer than that is looked up as an alias, as before.
+BUILTINS = frozenset("""
+    add am annotate apply archive bisect--helper blame branch bugreport bundle cat-file check-attr
+    check-ignore check-mailmap check-ref-format checkout checkout--worker checkout-index cherry
+    cherry-pick clean clone column commit commit-graph commit-tree config count-objects credential
+    credential-cache credential-cache--daemon credential-store describe diagnose diff diff-files
+    diff-index diff-tree difftool env--helper fast-export fast-import fetch fetch-pack fmt-merge-msg
+    for-each-ref for-each-repo format-patch fsck fsck-objects fsmonitor--daemon gc get-tar-commit-id
+    grep hash-object help hook index-pack init init-db interpret-trailers log ls-files ls-remote ls-tree
+    mailinfo mailsplit maintenance merge merge-base merge-file merge-index merge-ours merge-recursive
+    merge-recursive-ours merge-recursive-theirs merge-subtree merge-tree mktag mktree multi-pack-index
+    mv name-rev notes pack-objects pack-redundant pack-refs patch-id pickaxe prune prune-packed pull
+    push range-diff read-tree rebase receive-pack reflog remote remote-ext remote-fd repack replace
+    rerere reset restore rev-list rev-parse revert rm send-pack shortlog show show-branch show-index
+    show-ref sparse-checkout stage stash status stripspace submodule--helper switch symbolic-ref tag
+    unpack-file unpack-objects update-index update-ref update-server-info upload-archive
+    upload-archive--writer upload-pack var verify-commit verify-pack verify-tag version whatchanged
+    worktree write-tree
+""".split())
+
+
 def split_global(argv: tuple[str, ...]) -> tuple[list[str], int]:
     """The ``-c`` values among git's global options, and the index of the subcommand."""
     configs: list[str] = []
@@ -127,6 +151,8 @@ def lookup(argv: tuple[str, ...], env: Mapping[str, str | None] | ShellEnv, defi
     if i >= len(argv):
         return None
     sub = argv[i]
+    if sub in BUILTINS:
+        return None  # git status, git log …: nothing to look up, no config file to read
     for source in (_from_pairs(configs), env_aliases(env), dict(defined), file_aliases(env)):
         if sub in source:
             return sub, source[sub], i
