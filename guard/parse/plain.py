@@ -33,7 +33,7 @@ _CHARS = r"[A-Za-z0-9_./:+,=*?~-]"
 _PIECES = (
     _CHARS + r"++(?![\\'\"])(?: " + _CHARS + r"++(?![\\'\"]))*+",
     r"(?:" + _CHARS + r"++|\\[^\n]|'[^']*+'|\"(?:[^\"\\$`!]++|\\[^\n])*+\")++",
-    r"&&|\|\||[|;\n]",
+    r"&&|\|\||[|;\n]|&(?![&>])",  # a lone ``&`` runs what it ends in the background; ``&>`` is not read here
     r">>?(?:&(?=[0-9]))?|<(?![<>&(])",
     r"<<(?![<-])[ \t]*+(?:'[A-Za-z_][A-Za-z0-9_]*+'|\"[A-Za-z_][A-Za-z0-9_]*+\"|[A-Za-z_][A-Za-z0-9_]*+)(?=[ \t\n])",
 )
@@ -51,9 +51,10 @@ _NOT_A_WORD = "&|;\n<>"  # … and of a redirection or here-document operator
 _WHOLE = re.compile(f"(?:{_BLANKS}(?:" + "|".join(_PIECES) + "))*+")
 CHECK_FIRST = 512  # characters
 _HEREDOC = re.compile(r"<<[ \t]*+(['\"]?)([A-Za-z_][A-Za-z0-9_]*+)")
-# A command name as most commands have one (``git``, ``./run.sh``, ``python3.11``); other names
-# (``-``, ``:``, ``a+:``) are where tree-sitter-bash has quirks of its own.
-_NAME = re.compile(r"[A-Za-z0-9_./][A-Za-z0-9_./-]*")
+# A command name as most commands have one (``git``, ``./run.sh``, ``python3.11``, ``g++``,
+# ``~/bin/tool``: tree-sitter-bash reads a leading tilde and a plus as word text, as here); other
+# names (``-``, ``:``, ``+x``, ``a+:``) are where tree-sitter-bash has quirks of its own.
+_NAME = re.compile(r"[A-Za-z0-9_./~][A-Za-z0-9_./~+-]*")
 _ASSIGN = re.compile(r"[A-Za-z_][A-Za-z0-9_]*+(\+?)=")
 _PIECE = re.compile(r"(?:[^'\"\\]++|\\[\s\S])++|'[^']*+'|\"(?:[^\"\\]++|\\[\s\S])*+\"")
 # Words that make the command something other than a simple command where a command name
@@ -177,7 +178,7 @@ def lower(src: str, base: int = 0) -> Script | None:
     else:
         tokens, docs = _TOKEN.findall(text), ()
     lits = _LITS
-    items: list = []  # (node, False) per statement
+    items: list = []  # (node, whether ``&`` ends it) per statement
     pipe: list[Simple] = []  # the pipeline being read, up to its last ``|``
     andor: list = []  # the and-or list being read: its pipelines up to its last ``&&`` or ``||``
     ops: list[str] = []  # the operators between them
@@ -187,6 +188,7 @@ def lower(src: str, base: int = 0) -> Script | None:
     start = 0  # where the command being read starts
     pending: str | None = None  # a redirection operator waiting for its target
     fd: int | None = None  # its descriptor
+    fd_next: int | None = None  # a descriptor read as a word, for the redirection operator next
     at = base  # offset of the token in the whole command
     glued = False  # the last token was a word, touching whatever follows
     doc_line = False  # a here-document operator was read on this line
@@ -234,7 +236,10 @@ def lower(src: str, base: int = 0) -> Script | None:
                                               if plain else Word(word, _parts(word, at), (at, at + n))))
                     pending = None
                 elif redirects:
-                    return None  # a word after a redirection: left to the full parser
+                    i = at - base + n
+                    if word != "1" and word != "2" or text[i : i + 1] not in ("<", ">"):
+                        return None  # a word after a redirection: left to the full parser
+                    fd_next = int(word)  # ``> f 2>&1``: the descriptor of the redirection it touches
                 elif not words and "=" in word and (m := _ASSIGN.match(word)) is not None:
                     if not assigns:
                         start = at
@@ -263,7 +268,11 @@ def lower(src: str, base: int = 0) -> Script | None:
                 return None
             heredoc = c == "<" and other[1:2] == "<"
             fd = None
-            if glued:  # ``2>…``: a glued 1 or 2 is the descriptor, anything else is not plain
+            if fd_next is not None:  # the 1 or 2 read after an earlier redirection
+                fd, fd_next = fd_next, None
+                if heredoc:
+                    return None
+            elif glued:  # ``2>…``: a glued 1 or 2 is the descriptor, anything else is not plain
                 last = words[-1] if not redirects else None
                 if heredoc or last is None or last.raw not in ("1", "2") or len(words) < 2 \
                         or src[last.pos[0] - base - 1 : last.pos[0] - base] not in (" ", "\t"):
@@ -285,8 +294,8 @@ def lower(src: str, base: int = 0) -> Script | None:
         op = other
         at += len(op)
         glued = False
-        if pending is not None:
-            return None  # an operator missing its target
+        if pending is not None or fd_next is not None:
+            return None  # an operator missing its target, or a descriptor its operator
         if op == "\n":
             doc_line = False
             if not words:
@@ -321,8 +330,8 @@ def lower(src: str, base: int = 0) -> Script | None:
             andor.append(node)
             node = AndOr(tuple(andor), tuple(ops))
             andor, ops = [], []
-        items.append((node, False))
-    if at - base != len(text) or pending is not None or ndoc != len(docs):
+        items.append((node, op == "&"))
+    if at - base != len(text) or pending is not None or fd_next is not None or ndoc != len(docs):
         return None  # a character no token takes, ``>`` at the end, a here-document misread
     if words:
         node = _simple(words, assigns, redirects, start)
@@ -339,6 +348,6 @@ def lower(src: str, base: int = 0) -> Script | None:
         return None  # ``a &&`` at the end: incomplete
     if not items:
         return None
-    if len(items) == 1:
+    if len(items) == 1 and not items[0][1]:
         return Script(items[0][0], src, "tree-sitter")
     return Script(build.make_sequence(items), src, "tree-sitter")

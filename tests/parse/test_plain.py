@@ -76,7 +76,7 @@ def test_generated_commands() -> None:
 
 READABLE = ["ls", "-la", "git", "x", "2", "1", "-", "'a b'", '"a\\"b"', '"a\\|b\\n"', "a\\ b", "\\;", "X=1", "X=",
             "X='a'b", "Y+=2", '"x\ny"', "'x\n\ny'", "==b", "b==", "=", "~/x", "*.py"]
-JOINS = [" ", " ", " ", " && ", " || ", " | ", "|", ";", "\n", "\n\n", " \\\n  ", " > f ", " 2>&1 ", " < in ",
+JOINS = [" ", " ", " ", " && ", " || ", " | ", "|", ";", "\n", "\n\n", " \\\n  ", " & ", "&", " &\n", " > f ", " 2>&1 ", " < in ",
          " >> log ", " 2>/dev/null ", " <<'EOF' > f\nline\n\nEOF\n", " <<EOF\n\n\nplain text\nEOF\n",
          ' <<"END"\n$x `y` \\z\nEND\n', " <<'EOF'\nEOF\n"]
 
@@ -84,7 +84,7 @@ JOINS = [" ", " ", " ", " && ", " || ", " | ", "|", ";", "\n", "\n\n", " \\\n  "
 def test_generated_readable_commands() -> None:
     """Mostly the shapes the reader takes, so that nearly every one is compared."""
     rng = random.Random(23)
-    names = ["ls", "git", "X=1 make", "cat", "./run.sh"]
+    names = ["ls", "git", "X=1 make", "cat", "./run.sh", "~/bin/x", "g++"]
     cmds = ["".join(f"{rng.choice(names)} {rng.choice(READABLE)}{rng.choice(JOINS)}" for _ in range(rng.randint(1, 8)))
             .strip(" ") for _ in range(20000)]
     taken, bad = _mismatches(cmds)
@@ -94,14 +94,42 @@ def test_generated_readable_commands() -> None:
 
 @pytest.mark.parametrize("cmd", [
     "echo $HOME", "ls [ab].py", "cd {a,b}", "x=1", "export A=1", "if true; then :; fi", "a && ", "| a",
-    "a;;b", "a >", "cat <(f)", "echo hi &", "a 12>f", "a x>f", "echo $(x)", "git log --author='a b' $x",
+    "a;;b", "a >", "cat <(f)", "echo hi &>f", "a 12>f", "a x>f", "echo $(x)", "git log --author='a b' $x",
     "- 2>&1", "echo == x", "a > f b", "", " ", "echo a # note", "a\\\nb", "cat <<EOF\n$x\nEOF",
     "cat <<'EOF'\nno end", "cat <<A <<B\na\nA\nb\nB", "cat <<'EOF' | sh\nx\nEOF", "python3 - <<'EOF'\nx\nEOF",
     "cat <<-EOF\n\tx\nEOF", "a | b | c\nd && e",
+    # around ``&``: operators and redirections it is part of, and places bash or tree-sitter reject it
+    "&", "& a", "a &;", "a & & b", "a &&& b", "a ;& b", "a |& b", "a >&f", "a >& b", "a 2>& 1", "a &>>f",
+    "a \\\n& b", "cat <<EOF &\nx\nEOF", "cat <<EOF\nx\nEOF\n&", "A=1 &", "cat <<'EOF' > f &\nx\nEOF",
+    # a word after a redirection that is not the descriptor of the next one
+    "a > f 2", "a > f 2 >x", "a > f 3>x", "a > f 2>", "a > 2>&1", "a > f 2>&1 x", "a > f 2<&1", "a > f 2>|x",
+    "a > f 2<<EOF\nx\nEOF",
+    # expansions stay with the full parser, whatever their shape
+    "echo $", "echo ${", "echo ${x}", "echo $1", "echo $@", "echo $?", 'echo "$"', 'echo "$x"', "echo a$x'b'",
+    # command names tree-sitter-bash reads its own way
+    "+x a", "a+: b", "-", ":",
 ])
 def test_declines_what_is_not_plain(cmd: str) -> None:
     assert plain.lower(cmd) is None
     assert parse.parse(cmd).source == cmd  # and the full parser still answers
+
+
+@pytest.mark.parametrize("cmd", [
+    "echo hi &", "a & b", "a&b", "echo x&", "a && b & c", "a | b &", "a &\nb", "a &\n", "a & ", "a  &  b",
+    "a &\n\nb &", "a 2>&1 &", "a >f &", "a & \\\n b", "a || b &\n c | d", "a | b | c &\nd && e",
+    "a | b | c & d > f", "a | b | c & d && e",
+    "nohup python3 api.py > api.log 2>&1 & sleep 3 && curl -s localhost:8000/health",
+    "~/bin/tool --list", "~ x", "~root/x a", "g++ -o a a.c", "c++filt x | ~/x && g++ y", "~/x 2>&1 | a+b",
+    "a > f 2>&1", "a > f 2>/dev/null", "a >f 1>&2 2>x", "a < in 2>err >out", "a > f 2>>x", "a >f 2>&1 | b",
+    "a > f\t2>&1", "cat <<'EOF' > f 2>&1\nx\nEOF",
+])
+def test_takes_background_lists_names_and_descriptors(cmd: str) -> None:
+    """``&`` ends a statement run in the background; ``~`` and ``+`` are word text in a name; a
+    ``1`` or ``2`` after a redirection is the descriptor of the redirection operator it touches."""
+    for base in (0, 11):
+        quick = plain.lower(cmd, base)
+        assert quick is not None
+        assert quick == treesitter.lower(cmd, base)
 
 
 def test_shapes() -> None:
