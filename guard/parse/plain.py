@@ -36,14 +36,15 @@ _PIECES = (
     r"&&|\|\||[|;\n]|&(?![&>])",  # a lone ``&`` runs what it ends in the background; ``&>`` is not read here
     r">>?(?:&(?=[0-9]))?|<(?![<>&(])",
     r"<<(?![<-])[ \t]*+(?:'[A-Za-z_][A-Za-z0-9_]*+'|\"[A-Za-z_][A-Za-z0-9_]*+\"|[A-Za-z_][A-Za-z0-9_]*+)(?=[ \t\n])",
+    r"#[^\n]*+",  # a comment, where a word could start (``lower`` declines one glued to a word)
 )
 _BLANKS = r"(?:[ \t]|\\\n)*+"
 # Three groups, not one per piece: the blanks, a run of plain words (most tokens), or any other
 # token, told apart by its first character in ``lower``. ``findall`` builds a tuple of every
 # group's text per token: over the corpus the seven-group pattern cost 57 ms, this one 45.
-_TOKEN = re.compile(f"({_BLANKS})(?:({_PIECES[0]})|(" + "|".join(_PIECES[1:5]) + "))")
+_TOKEN = re.compile(f"({_BLANKS})(?:({_PIECES[0]})|(" + "|".join(_PIECES[1:]) + "))")
 _OPERATOR_START = "&|;\n"  # the first character of an operator token
-_NOT_A_WORD = "&|;\n<>"  # … and of a redirection or here-document operator
+_NOT_A_WORD = "&|;\n<>#"  # … and of a redirection or here-document operator, or a comment
 # Whether a run of text is all tokens, in one test: asked first of a long run only, or of one
 # with a ``$``. On a short one (nearly every command) the offset check after the tokens are read
 # finds the same, without a second pass; on a long one, text that is not plain fails here at its
@@ -218,6 +219,11 @@ def lower(src: str, base: int = 0) -> Script | None:
             c = other[0]
             if c in _OPERATOR_START or c == ">" or c == "<":
                 run_words = None
+            elif c == "#":  # a comment, to the end of its line: as blanks are, unless glued to a word
+                if glued:
+                    return None  # ``a#b`` is one word
+                at += len(other)
+                continue
             else:
                 plain = False
                 run_words = (other,)  # a word with escapes or quotes

@@ -76,7 +76,8 @@ def test_generated_commands() -> None:
 
 READABLE = ["ls", "-la", "git", "x", "2", "1", "-", "'a b'", '"a\\"b"', '"a\\|b\\n"', "a\\ b", "\\;", "X=1", "X=",
             "X='a'b", "Y+=2", '"x\ny"', "'x\n\ny'", "==b", "b==", "=", "~/x", "*.py"]
-JOINS = [" ", " ", " ", " && ", " || ", " | ", "|", ";", "\n", "\n\n", " \\\n  ", " & ", "&", " &\n", " > f ", " 2>&1 ", " < in ",
+JOINS = [" ", " ", " ", " && ", " || ", " | ", "|", ";", "\n", "\n\n", " \\\n  ", " & ", "&", " &\n",
+         " # note\n", "#c ", "\n# line\n", " > f ", " 2>&1 ", " < in ",
          " >> log ", " 2>/dev/null ", " <<'EOF' > f\nline\n\nEOF\n", " <<EOF\n\n\nplain text\nEOF\n",
          ' <<"END"\n$x `y` \\z\nEND\n', " <<'EOF'\nEOF\n"]
 
@@ -95,7 +96,7 @@ def test_generated_readable_commands() -> None:
 @pytest.mark.parametrize("cmd", [
     "echo $HOME", "ls [ab].py", "cd {a,b}", "x=1", "export A=1", "if true; then :; fi", "a && ", "| a",
     "a;;b", "a >", "cat <(f)", "echo hi &>f", "a 12>f", "a x>f", "echo $(x)", "git log --author='a b' $x",
-    "- 2>&1", "echo == x", "a > f b", "", " ", "echo a # note", "a\\\nb", "cat <<EOF\n$x\nEOF",
+    "- 2>&1", "echo == x", "a > f b", "", " ", "a\\\nb", "cat <<EOF\n$x\nEOF",
     "cat <<'EOF'\nno end", "cat <<A <<B\na\nA\nb\nB", "cat <<'EOF' | sh\nx\nEOF", "python3 - <<'EOF'\nx\nEOF",
     "cat <<-EOF\n\tx\nEOF", "a | b | c\nd && e",
     # around ``&``: operators and redirections it is part of, and places bash or tree-sitter reject it
@@ -108,6 +109,9 @@ def test_generated_readable_commands() -> None:
     "echo $", "echo ${", "echo ${x}", "echo $1", "echo $@", "echo $?", 'echo "$"', 'echo "$x"', "echo a$x'b'",
     # command names tree-sitter-bash reads its own way
     "+x a", "a+: b", "-", ":",
+    # a ``#`` that is no comment, or a comment where the reader does not look for one
+    "a#b", 'a "x"#b', "a 2# x", "a > # x", "#", "# only", "a \\\n# x\nb", "a | b | c # x\nd && e", "x=1 # c",
+    "a # x <<EOF",
 ])
 def test_declines_what_is_not_plain(cmd: str) -> None:
     assert plain.lower(cmd) is None
@@ -122,10 +126,14 @@ def test_declines_what_is_not_plain(cmd: str) -> None:
     "~/bin/tool --list", "~ x", "~root/x a", "g++ -o a a.c", "c++filt x | ~/x && g++ y", "~/x 2>&1 | a+b",
     "a > f 2>&1", "a > f 2>/dev/null", "a >f 1>&2 2>x", "a < in 2>err >out", "a > f 2>>x", "a >f 2>&1 | b",
     "a > f\t2>&1", "cat <<'EOF' > f 2>&1\nx\nEOF",
+    "echo a # note", "# x\nls", "a && # x\n b", "a | # x\n b", "a > f # x", "a 2>&1 # x", "a;#x", "a #x\\\nb",
+    "cat <<EOF # x\nbody\nEOF", "a\n  # x\nb", "a #", "a & # x", "a # x & y", "# $x\nls", "a # $(rm -rf /)",
+    "cat <<'EOF' > f # x $y\nbody\nEOF", "a # c\n# d\n\nb", "a\t#\tc", "git status  # what changed?\ngit diff",
 ])
-def test_takes_background_lists_names_and_descriptors(cmd: str) -> None:
+def test_takes_background_lists_names_descriptors_and_comments(cmd: str) -> None:
     """``&`` ends a statement run in the background; ``~`` and ``+`` are word text in a name; a
-    ``1`` or ``2`` after a redirection is the descriptor of the redirection operator it touches."""
+    ``1`` or ``2`` after a redirection is the descriptor of the redirection operator it touches; a
+    comment reads as blanks."""
     for base in (0, 11):
         quick = plain.lower(cmd, base)
         assert quick is not None
