@@ -38,7 +38,9 @@ _PIECES = (
     r"<<(?![<-])[ \t]*+(?:'[A-Za-z_][A-Za-z0-9_]*+'|\"[A-Za-z_][A-Za-z0-9_]*+\"|[A-Za-z_][A-Za-z0-9_]*+)(?=[ \t\n])",
     r"#[^\n]*+",  # a comment, where a word could start (``lower`` declines one glued to a word)
 )
-_BLANKS = r"(?:[ \t]|\\\n)*+"
+# Blanks and line continuations: a run of blanks is one count of a character class, not a
+# repeated two-way group (which made the token pattern 14% slower over the corpus)
+_BLANKS = r"[ \t]*+(?:\\\n[ \t]*+)*+"
 # Three groups, not one per piece: the blanks, a run of plain words (most tokens), or any other
 # token, told apart by its first character in ``lower``. ``findall`` builds a tuple of every
 # group's text per token: over the corpus the seven-group pattern cost 57 ms, this one 45.
@@ -104,7 +106,9 @@ def _simple(words: list[Word], assigns: list[Assign], redirects: list[Redirect],
         for w in words:  # a loop, not any() over a generator: one Simple per command read here
             if w.raw == "-":
                 return None  # tree-sitter-bash drops a lone ``-`` before a redirection
-    return Simple(tuple(words), tuple(assigns), tuple(redirects), (start, words[-1].pos[1]))
+    # most commands have neither assignments nor redirections: ``()`` spares two tuple() calls
+    return Simple(tuple(words), tuple(assigns) if assigns else (), tuple(redirects) if redirects else (),
+                  (start, words[-1].pos[1]))
 
 
 def _bodies(src: str, base: int) -> tuple[list, list[Redirect]] | None:
