@@ -1,16 +1,17 @@
 """The IR of a plain command, read without tree-sitter.
 
 Most commands agents run are plain: words of ordinary characters, escapes and quoted text without
-expansions, perhaps ``NAME=value`` prefixes, joined by ``&&``, ``||``, ``|``, ``;`` and newlines,
-with ``>FILE``, ``<FILE``, ``2>/dev/null``, ``2>&1`` and here-documents whose bodies expand
-nothing (``grep -rn "def f" src | head -20``, ``cat <<'EOF' > t.py`` …). For those this module
+expansions, perhaps ``NAME=value`` prefixes, joined by ``&&``, ``||``, ``|``, ``;``, ``&`` and
+newlines, with ``>FILE``, ``<FILE``, ``2>/dev/null``, ``2>&1``, here-documents whose bodies expand
+nothing and comments (``grep -rn "def f" src | head -20``, ``cat <<'EOF' > t.py``,
+``nohup ./serve > log 2>&1 &`` …). For those this module
 builds the very IR the tree-sitter lowering builds (same words, parts, positions, redirects and
 shapes; the parse tests compare the two over the shared corpus, the peers' cases and the fixtures)
 at a fraction of the cost: one regular-expression pass per line, no parser run, no tree nodes
 visited. Globs (``*.py``) and tildes stay literal text here as there: the resolve stage expands
-them. ``lower`` answers None for anything else — an expansion, a bracket or brace, a comment, a
-reserved word where a command name stands, any other redirection — and the caller parses that
-text with tree-sitter as before.
+them. ``lower`` answers None for anything else — an expansion, a bracket or brace, a reserved
+word where a command name stands, any other redirection — and the caller parses that text with
+tree-sitter as before.
 """
 
 from __future__ import annotations
