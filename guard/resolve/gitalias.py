@@ -21,24 +21,26 @@ GLOBAL_WITH_ARG = frozenset({"-C", "-c", "--git-dir", "--work-tree", "--namespac
 # git runs a built-in command of the name first and a ``git-NAME`` program next, and only then
 # looks for an alias ("aliases that hide existing Git commands are ignored", git-config(1);
 # ``run_argv`` in git.c): an alias named after one of these never runs. The names are git 2.39's
-# ``git --list-cmds=builtins``; a built-in newer than that is looked up as an alias, as before.
+# ``git --list-cmds=builtins`` less those a git in use may lack, where an alias of the name would
+# run: the ones added after git 2.25 (bugreport, maintenance, for-each-repo, hook, diagnose …),
+# the ones later gits dropped (bisect--helper, env--helper) or drop in builds for Git 3.0
+# (whatchanged, pack-redundant), and internal ``--`` helpers. A name left out is looked up as an
+# alias, as every name was before. Built-in names are matched as typed: ``git STATUS`` is no
+# built-in, and git looks for an alias of it.
 BUILTINS = frozenset("""
-    add am annotate apply archive bisect--helper blame branch bugreport bundle cat-file check-attr
-    check-ignore check-mailmap check-ref-format checkout checkout--worker checkout-index cherry
-    cherry-pick clean clone column commit commit-graph commit-tree config count-objects credential
-    credential-cache credential-cache--daemon credential-store describe diagnose diff diff-files
-    diff-index diff-tree difftool env--helper fast-export fast-import fetch fetch-pack fmt-merge-msg
-    for-each-ref for-each-repo format-patch fsck fsck-objects fsmonitor--daemon gc get-tar-commit-id
-    grep hash-object help hook index-pack init init-db interpret-trailers log ls-files ls-remote ls-tree
-    mailinfo mailsplit maintenance merge merge-base merge-file merge-index merge-ours merge-recursive
-    merge-recursive-ours merge-recursive-theirs merge-subtree merge-tree mktag mktree multi-pack-index
-    mv name-rev notes pack-objects pack-redundant pack-refs patch-id pickaxe prune prune-packed pull
-    push range-diff read-tree rebase receive-pack reflog remote remote-ext remote-fd repack replace
-    rerere reset restore rev-list rev-parse revert rm send-pack shortlog show show-branch show-index
-    show-ref sparse-checkout stage stash status stripspace submodule--helper switch symbolic-ref tag
-    unpack-file unpack-objects update-index update-ref update-server-info upload-archive
-    upload-archive--writer upload-pack var verify-commit verify-pack verify-tag version whatchanged
-    worktree write-tree
+    add am annotate apply archive blame branch bundle cat-file check-attr check-ignore check-mailmap
+    check-ref-format checkout checkout-index cherry cherry-pick clean clone column commit commit-graph
+    commit-tree config count-objects credential credential-cache credential-store describe diff
+    diff-files diff-index diff-tree difftool fast-export fast-import fetch fetch-pack fmt-merge-msg
+    for-each-ref format-patch fsck fsck-objects gc get-tar-commit-id grep hash-object help index-pack
+    init init-db interpret-trailers log ls-files ls-remote ls-tree mailinfo mailsplit merge merge-base
+    merge-file merge-index merge-ours merge-recursive merge-recursive-ours merge-recursive-theirs
+    merge-subtree merge-tree mktag mktree multi-pack-index mv name-rev notes pack-objects pack-refs
+    patch-id prune prune-packed pull push range-diff read-tree rebase receive-pack reflog remote
+    remote-ext remote-fd repack replace rerere reset restore rev-list rev-parse revert rm send-pack
+    shortlog show show-branch show-index show-ref sparse-checkout stage stash status stripspace switch
+    symbolic-ref tag unpack-file unpack-objects update-index update-ref update-server-info
+    upload-archive upload-pack var verify-commit verify-pack verify-tag version worktree write-tree
 """.split())
 
 
@@ -65,7 +67,7 @@ def _from_pairs(pairs: list[str]) -> dict[str, str]:
     for p in pairs:
         key, _, val = p.partition("=")
         if key.lower().startswith("alias."):
-            out[key[6:]] = val
+            out[key[6:].lower()] = val  # a variable's name is not case-sensitive: the last one wins
     return out
 
 
@@ -82,7 +84,7 @@ def env_aliases(env: Mapping[str, str | None] | ShellEnv) -> dict[str, str]:
         for n in range(min(int(count), 100)):
             k, v = env.get(f"GIT_CONFIG_KEY_{n}"), env.get(f"GIT_CONFIG_VALUE_{n}")
             if k and v is not None and k.lower().startswith("alias."):
-                out[k[6:]] = v
+                out[k[6:].lower()] = v
     return out
 
 
@@ -106,7 +108,7 @@ def _file_aliases(path: str, stamp: tuple[int, int]) -> dict[str, str]:
             v = v.strip()
             if len(v) >= 2 and v[0] == v[-1] == '"':
                 v = v[1:-1].replace('\\"', '"')
-            out[k.strip()] = v
+            out[k.strip().lower()] = v
     return out
 
 
@@ -153,9 +155,10 @@ def lookup(argv: tuple[str, ...], env: Mapping[str, str | None] | ShellEnv, defi
     sub = argv[i]
     if sub in BUILTINS:
         return None  # git status, git log …: nothing to look up, no config file to read
-    for source in (_from_pairs(configs), env_aliases(env), dict(defined), file_aliases(env)):
-        if sub in source:
-            return sub, source[sub], i
+    name = sub.lower()  # ``git PU`` runs ``alias.pu``, as git reads variable names
+    for source in (_from_pairs(configs), env_aliases(env), defined, file_aliases(env)):
+        if name in source:
+            return name, source[name], i
     return None
 
 
@@ -166,5 +169,5 @@ def defined_by(argv: tuple[str, ...]) -> tuple[str, str] | None:
         return None
     rest = [a for a in argv[i + 1 :] if not a.startswith("-")]
     if len(rest) >= 2 and rest[0].lower().startswith("alias."):
-        return rest[0][6:], " ".join(rest[1:])
+        return rest[0][6:].lower(), " ".join(rest[1:])
     return None
