@@ -198,10 +198,13 @@ class Worker:
             return self._lost(start)
         kind, n = _HEADER.unpack(head)
         body = _read_exact(self.rep_r, n)
-        elapsed = time.monotonic() - start
-        peak = _peak_kib(self.pid) if self.peaks or kind == b"M" else 0
         if body is None:
             return self._lost(start)
+        return self._outcome(kind, body, time.monotonic() - start)
+
+    def _outcome(self, kind: bytes, body: bytes, elapsed: float) -> Outcome:
+        """The outcome of an answer frame: a memory one stops the worker (its budget is broken)."""
+        peak = _peak_kib(self.pid) if self.peaks or kind == b"M" else 0
         if kind == b"M":
             self.stop()
             return Outcome("memory", detail=f"{self.memory_mib} MiB", seconds=elapsed, peak_kib=peak)
@@ -463,16 +466,12 @@ class Pool:
             return
         s.frames.feed(data)
         while (frame := s.frames.take()) is not None:
-            kind, body = frame
             now = time.monotonic()
             key, _ = s.queue.popleft()
-            if kind == b"M":
-                peak = _peak_kib(w.pid)
-                w.stop()
-                out.append((key, Outcome("memory", detail=f"{w.memory_mib} MiB", seconds=now - s.started, peak_kib=peak)))
+            out.append((key, w._outcome(*frame, now - s.started)))
+            if not w.pid:  # it broke its memory budget: the rest go to a new worker
                 self._resend(s)
                 return
-            out.append((key, Outcome("ok", body, seconds=now - s.started, peak_kib=_peak_kib(w.pid) if w.peaks else 0)))
             if s.queue:
                 s.started, s.cpu0 = now, None
 

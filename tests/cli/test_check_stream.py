@@ -7,6 +7,7 @@ crash: each costs only its own line.
 
 from __future__ import annotations
 
+import contextlib
 import json
 import os
 import resource
@@ -24,6 +25,19 @@ from tests.conftest import guard_bin
 
 CORPUS = ["corpus/agent-commands.jsonl", "corpus/syntax-probe.jsonl", "peers/codex-cases.jsonl",
           "peers/dcg-cases.jsonl", "peers/safety-net-cases.jsonl"]
+
+
+@contextlib.contextmanager
+def piped(argv: list[str], **kw: object):
+    """A stream process with stdin and stdout on pipes, killed if the test leaves it running."""
+    p = subprocess.Popen(argv, stdin=subprocess.PIPE, stdout=subprocess.PIPE, **kw)  # type: ignore[call-overload]
+    assert p.stdin is not None and p.stdout is not None
+    try:
+        yield p
+    finally:
+        if p.poll() is None:
+            p.kill()
+            p.wait()
 
 
 def stream(lines: list[bytes], *args: str, timeout: float = 900, memory_mib: int | None = None,
@@ -95,19 +109,13 @@ def test_ten_thousand_lines_with_every_hostile_line_spread_through(shared: Path)
 
 
 def test_answers_stay_in_order_when_lines_arrive_slowly() -> None:
-    p = subprocess.Popen([guard_bin(), "check", "--jsonl"], stdin=subprocess.PIPE, stdout=subprocess.PIPE)
-    try:
-        assert p.stdin is not None and p.stdout is not None
+    with piped([guard_bin(), "check", "--jsonl"]) as p:
         for i in range(3):
             p.stdin.write(json.dumps({"id": i, "command": "git push" if i == 1 else "ls"}).encode() + b"\n")
             p.stdin.flush()
             assert json.loads(p.stdout.readline())["id"] == i  # answered before the next line comes
         p.stdin.close()
         assert p.wait(30) == 0
-    finally:
-        if p.poll() is None:
-            p.kill()
-            p.wait()
 
 
 def test_line_over_the_time_budget_gets_a_partial_answer_and_the_stream_goes_on(tmp_path: Path) -> None:
@@ -307,10 +315,7 @@ def test_jobs_give_the_same_answers_in_the_same_order(shared: Path) -> None:
 
 @pytest.mark.parametrize("jobs", ["2", "4"])
 def test_each_answer_comes_before_the_next_line_with_several_workers(jobs: str) -> None:
-    p = subprocess.Popen([guard_bin(), "check", "--jsonl", "--jobs", jobs], stdin=subprocess.PIPE,
-                         stdout=subprocess.PIPE)
-    try:
-        assert p.stdin is not None and p.stdout is not None
+    with piped([guard_bin(), "check", "--jsonl", "--jobs", jobs]) as p:
         for i in range(5):
             p.stdin.write(json.dumps({"id": i, "command": "git push" if i % 2 else "ls"}).encode() + b"\n")
             p.stdin.flush()
@@ -318,10 +323,6 @@ def test_each_answer_comes_before_the_next_line_with_several_workers(jobs: str) 
             assert (ans["id"], ans["verdict"]) == (i, "refuse" if i % 2 else "allow")
         p.stdin.close()
         assert p.wait(30) == 0
-    finally:
-        if p.poll() is None:
-            p.kill()
-            p.wait()
 
 
 @pytest.mark.parametrize("value", ["0", "-1", "x", "1000"])
@@ -374,9 +375,6 @@ def test_a_slow_line_stops_the_reading_not_the_memory(tmp_path: Path) -> None:
 
     flag = tmp_path / "go"
     n = 50_000
-    p = subprocess.Popen([sys.executable, "-c", _SLOW_FIRST, str(flag)], stdin=subprocess.PIPE,
-                         stdout=subprocess.PIPE, cwd=str(Path(__file__).resolve().parents[2]))
-    assert p.stdin is not None and p.stdout is not None
     written = [0]
     got = bytearray()
 
@@ -394,22 +392,20 @@ def test_a_slow_line_stops_the_reading_not_the_memory(tmp_path: Path) -> None:
         while chunk := p.stdout.read1(1 << 16):
             got.extend(chunk)
 
-    threads = [threading.Thread(target=feed), threading.Thread(target=drain)]
-    try:
-        for t in threads:
-            t.start()
-        time.sleep(3)
-        assert written[0] < n // 2  # the feeder is held back: the stream stopped reading
-        assert got == b""  # and wrote nothing before the first answer
-        flag.touch()
-        assert p.wait(60) == 0
-        for t in threads:
-            t.join(60)
-    finally:
-        flag.touch()
-        if p.poll() is None:
-            p.kill()
-            p.wait()
+    with piped([sys.executable, "-c", _SLOW_FIRST, str(flag)], cwd=str(Path(__file__).resolve().parents[2])) as p:
+        threads = [threading.Thread(target=feed), threading.Thread(target=drain)]
+        try:
+            for t in threads:
+                t.start()
+            time.sleep(3)
+            assert written[0] < n // 2  # the feeder is held back: the stream stopped reading
+            assert got == b""  # and wrote nothing before the first answer
+            flag.touch()
+            assert p.wait(60) == 0
+            for t in threads:
+                t.join(60)
+        finally:
+            flag.touch()  # a failed check above must not leave the slow line waiting
     assert got.count(b"\n") == n + 1
 
 
@@ -434,10 +430,7 @@ def test_answers_flow_out_while_a_burst_is_still_being_answered() -> None:
 
     n = 20_000
     answer = b'{"verdict": "allow"}\n'
-    p = subprocess.Popen([sys.executable, "-c", _BUSY_EACH], stdin=subprocess.PIPE, stdout=subprocess.PIPE,
-                         cwd=str(Path(__file__).resolve().parents[2]))
-    assert p.stdin is not None and p.stdout is not None
-    try:
+    with piped([sys.executable, "-c", _BUSY_EACH], cwd=str(Path(__file__).resolve().parents[2])) as p:
         feeder = threading.Thread(target=lambda: (p.stdin.write(b'{"command": "ls"}\n' * n), p.stdin.flush()))
         feeder.start()
         fd = p.stdout.fileno()
@@ -452,10 +445,6 @@ def test_answers_flow_out_while_a_burst_is_still_being_answered() -> None:
         assert first.count(b"\n") < 2_500
         p.stdin.close()
         assert p.wait(30) == 0
-    finally:
-        if p.poll() is None:
-            p.kill()
-            p.wait()
 
 
 _TWO_SLOW = """
