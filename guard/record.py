@@ -7,11 +7,23 @@ command that needs the full analysis. This module gives the part of the API guar
 ``__hash__`` and read-only attributes. ``slots=True`` makes the class again with a slot per
 field and no instance dict, as ``dataclasses`` does: for records read on every command and
 rarely built (a frozen slotted record costs more to build, a descriptor call per field).
+
+A frozen record without slots is frozen by contract, checked where the contract is tested: its
+``__init__`` assigns each field as any class's does, and only with ``GUARD_CHECK_RECORDS`` set
+(tests/conftest.py sets it for the test suite) does the class also refuse assignment. A class's
+own ``__setattr__`` keeps CPython 3.11 from storing and reading its attributes the quick way
+(as instance values): the IR records, built and read hundreds of thousands of times per corpus
+pass, made the analysis 12% dearer with the check on (356,000 instructions per command against
+317,000, ``bench/analysis_bench.py --instructions``).
 """
 
 from __future__ import annotations
 
+import posix  # loaded with the interpreter; ``os`` is not, for guard-shell's quick start
+
 _MISSING = object()
+# Whether frozen records without slots refuse assignment at run time (see above).
+CHECKED = posix.environ.get(b"GUARD_CHECK_RECORDS", b"") not in (b"", b"0")
 
 
 class _Field:
@@ -69,10 +81,9 @@ def dataclass(cls: type | None = None, /, *, frozen: bool = False, slots: bool =
             for name in names:
                 env[f"_s_{name}"] = getattr(c, name).__set__
             body.extend(f"    _s_{name}(self, {name})" for name in names)
-        elif frozen and names:
-            # Straight into the instance dict: ``object.__setattr__`` per field (the usual way
-            # past a frozen ``__setattr__``) made construction about 1.7× slower, and guard
-            # builds hundreds of thousands of Lit/Word/Invocation records per corpus run.
+        elif frozen and names and CHECKED:
+            # Past the class's own ``__setattr__``, straight into the instance dict (which
+            # ``object.__setattr__`` per field does at 1.7 times the cost)
             body.append("    _d = self.__dict__")
             body.extend(f"    _d[{name!r}] = {name}" for name in names)
         else:
@@ -103,7 +114,7 @@ def dataclass(cls: type | None = None, /, *, frozen: bool = False, slots: bool =
                 c.__hash__ = lambda self: hash(tuple(getattr(self, n) for n in compared))
             else:
                 c.__hash__ = None
-        if frozen:
+        if frozen and (slots or CHECKED):
             c.__setattr__ = _frozen_setattr
             c.__delattr__ = _frozen_setattr
         return c

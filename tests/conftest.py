@@ -10,6 +10,11 @@ from pathlib import Path
 
 import pytest
 
+# Frozen records refuse assignment in the tests and in every guard they start (guard/record.py):
+# a record changed after it is built then fails a test instead of passing unseen. Set before any
+# test module imports guard.
+os.environ.setdefault("GUARD_CHECK_RECORDS", "1")
+
 REPO = Path(__file__).resolve().parents[1]
 SHARED = Path(os.environ.get("GUARD_SHARED") or REPO.parent / "shared")
 BIN = Path(sys.executable).parent

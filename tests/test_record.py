@@ -77,3 +77,71 @@ def test_slots_true_gives_slots_and_keeps_the_rest() -> None:
     assert (p.note, Point(1).y) == ("", 0) and p == Point(1, 2, note="x") and hash(Point(1, 2, ()))  # type: ignore[arg-type]
     assert replace(p, x=5) == Point(5, 2) and repr(p) == "Point(x=1, y=2, tags=[])"
     assert Plain(1).__dict__ == {"x": 1, "y": 0}
+
+
+def _run(code: str, checked: bool, *args: str) -> str:
+    """``code`` run by a fresh interpreter with the run-time record check on or off."""
+    import os
+
+    env = {k: v for k, v in os.environ.items() if k != "GUARD_CHECK_RECORDS"}
+    env["PYTHONHASHSEED"] = "0"
+    if checked:
+        env["GUARD_CHECK_RECORDS"] = "1"
+    done = subprocess.run([sys.executable, "-c", code, *args], capture_output=True, text=True, timeout=300, env=env)
+    assert done.returncode == 0, done.stderr
+    return done.stdout
+
+
+_ASSIGN = """
+from guard.ir import Lit, Word
+from guard.context import Context
+w = Word("a", (Lit("a"),), (0, 1))
+try:
+    w.raw = "b"
+    print("assigned", w.raw)
+except AttributeError as e:
+    print("refused", e)
+try:
+    Context.from_environ(cwd="/").cwd = "/x"
+except AttributeError:
+    print("slotted refused")
+a, b = Word("a", (Lit("a"),), (0, 1)), Word("a", (Lit("a"),), (0, 1))
+print(a == b, hash(a) == hash(b), a.__dict__)
+"""
+
+
+def test_frozen_records_refuse_assignment_only_where_checked() -> None:
+    """The test suite runs checked (tests/conftest.py), so a record changed after it is built
+    fails a test; a guard started without the check assigns fields the quick way and is not
+    stopped. Slotted frozen records (Context, World, Spec) refuse either way."""
+    checked = _run(_ASSIGN, True).splitlines()
+    assert checked[0] == "refused cannot assign to field 'raw'" and checked[1] == "slotted refused"
+    unchecked = _run(_ASSIGN, False).splitlines()
+    assert unchecked[0] == "assigned b" and unchecked[1] == "slotted refused"
+    assert checked[2] == unchecked[2] == "True True {'raw': 'a', 'parts': (Lit(text='a', quoted=False),), 'pos': (0, 1)}"
+
+
+_VERDICTS = """
+import json, sys
+from guard.context import Context
+from guard.engine import analyze
+step, cmds = int(sys.argv[1]), []
+for f in sys.argv[2:]:
+    with open(f) as fh:
+        cmds += [json.loads(line).get("command", "") for line in fh if line.strip()]
+for cwd in ("/workspace/app", "/tmp"):
+    ctx = Context.from_environ(cwd=cwd, trees=("/workspace",), env={"HOME": "/root", "PATH": "/usr/bin:/bin"})
+    for c in cmds[::step]:
+        print(repr(analyze(c, ctx)))
+"""
+
+
+def test_verdicts_are_the_same_checked_or_not(shared) -> None:
+    """The check changes how records are built, never what the analysis gives: every verdict
+    field, over a sixth of the corpus and all the peers' cases, in two places."""
+    corpus = [str(shared / "corpus" / "agent-commands.jsonl")]
+    peers = [str(p) for p in sorted((shared / "peers").glob("*.jsonl"))]
+    for step, files in (("6", corpus), ("1", peers)):
+        checked = _run(_VERDICTS, True, step, *files)
+        assert checked.count("\n") > 2000
+        assert _run(_VERDICTS, False, step, *files) == checked
