@@ -10,7 +10,8 @@ rarely built (a frozen slotted record costs more to build, a descriptor call per
 
 A frozen record without slots is frozen by contract, checked where the contract is tested: its
 ``__init__`` assigns each field as any class's does, and only with ``GUARD_CHECK_RECORDS`` set
-(tests/conftest.py sets it for the test suite) does the class also refuse assignment. A class's
+(tests/conftest.py sets it for the test suite; the guards it starts with its environment and
+their analysis servers inherit it) does the class also refuse assignment. A class's
 own ``__setattr__`` keeps CPython 3.11 from storing and reading its attributes the quick way
 (as instance values): the IR records, built and read hundreds of thousands of times per corpus
 pass, made the analysis 12% dearer with the check on (356,000 instructions per command against
@@ -22,8 +23,12 @@ from __future__ import annotations
 import posix  # loaded with the interpreter; ``os`` is not, for guard-shell's quick start
 
 _MISSING = object()
-# Whether frozen records without slots refuse assignment at run time (see above).
-CHECKED = posix.environ.get(b"GUARD_CHECK_RECORDS", b"") not in (b"", b"0")
+# Whether frozen records without slots refuse assignment at run time (see above): set and not
+# one of the values that turn a guard switch off (as GUARD_SERVER reads them).
+CHECKED = posix.environ.get(b"GUARD_CHECK_RECORDS", b"").strip().lower() not in (b"", b"0", b"off", b"no", b"false")
+# With the check on, every assignment refused, as "Class.field": a handler that turns any error
+# into a fallback (the parse stage's, say) would otherwise hide one (tests/conftest.py looks).
+REFUSED: list[str] = []
 
 
 class _Field:
@@ -38,7 +43,10 @@ def field(*, default: object = _MISSING, default_factory: object = _MISSING, com
     return _Field(default, default_factory, compare, repr)
 
 
-def _frozen_setattr(self: object, name: str, value: object) -> None:
+def _frozen_setattr(self: object, name: str, value: object = None) -> None:
+    """``__setattr__`` and ``__delattr__`` (which passes no value) of a frozen record."""
+    if CHECKED:
+        REFUSED.append(f"{type(self).__name__}.{name}")
     raise AttributeError(f"cannot assign to field {name!r}")
 
 

@@ -10,10 +10,10 @@ from pathlib import Path
 
 import pytest
 
-# Frozen records refuse assignment in the tests and in every guard they start (guard/record.py):
-# a record changed after it is built then fails a test instead of passing unseen. Set before any
-# test module imports guard.
-os.environ.setdefault("GUARD_CHECK_RECORDS", "1")
+# Frozen records refuse assignment in the tests, and in the guards they start with this
+# environment and those guards' analysis servers (guard/record.py): a record changed after it is
+# built then fails a test instead of passing unseen. Set before any test module imports guard.
+os.environ["GUARD_CHECK_RECORDS"] = "1"
 
 REPO = Path(__file__).resolve().parents[1]
 SHARED = Path(os.environ.get("GUARD_SHARED") or REPO.parent / "shared")
@@ -25,7 +25,9 @@ def pytest_configure(config: pytest.Config) -> None:
 
     A runner started as a background job of a non-interactive shell (a CI script's `cmd &`) has
     both ignored, and every process a test starts would inherit that: the Ctrl-C tests would
-    then see guard keep an ignored SIGINT ignored, as bash does, instead of what they test."""
+    then see guard keep an ignored SIGINT ignored, as bash does, instead of what they test.
+    Also names the mark of tests that assign to frozen records on purpose (``assigns_records``)."""
+    config.addinivalue_line("markers", "assigns_records: the test assigns to frozen records on purpose")
     if signal.getsignal(signal.SIGINT) == signal.SIG_IGN:
         signal.signal(signal.SIGINT, signal.default_int_handler)
     if signal.getsignal(signal.SIGQUIT) == signal.SIG_IGN:
@@ -55,3 +57,16 @@ def _stop_analysis_servers() -> Iterator[None]:
         path = client.socket_path(env)
         if path:
             client.stop_server(path)
+
+
+@pytest.fixture(autouse=True)
+def _records_stay_frozen(request: pytest.FixtureRequest) -> Iterator[None]:
+    """No frozen record was assigned to during the test, even where a handler that falls back on
+    any error (the parse stage's, an inline analyser's) swallowed the refusal."""
+    from guard import record
+
+    assert record.CHECKED, "the tests run with GUARD_CHECK_RECORDS=1 (set above, before guard is imported)"
+    del record.REFUSED[:]
+    yield
+    if request.node.get_closest_marker("assigns_records") is None:
+        assert not record.REFUSED, f"frozen records assigned to: {record.REFUSED[:5]}"

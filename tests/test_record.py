@@ -32,6 +32,7 @@ def test_init_defaults_factories_and_positional() -> None:
         Point()  # type: ignore[call-arg]
 
 
+@pytest.mark.assigns_records
 def test_eq_repr_hash_and_frozen() -> None:
     assert Point(1, 2, note="a") == Point(1, 2, note="b")  # compare=False
     assert Point(1) != Point(2)
@@ -65,6 +66,7 @@ class Plain:
     y: int = 0
 
 
+@pytest.mark.assigns_records
 def test_slots_true_gives_slots_and_keeps_the_rest() -> None:
     """``slots=True`` records have no instance dict, and are still frozen, defaulted, equal and
     hashable; records without it keep their dict."""
@@ -77,6 +79,24 @@ def test_slots_true_gives_slots_and_keeps_the_rest() -> None:
     assert (p.note, Point(1).y) == ("", 0) and p == Point(1, 2, note="x") and hash(Point(1, 2, ()))  # type: ignore[arg-type]
     assert replace(p, x=5) == Point(5, 2) and repr(p) == "Point(x=1, y=2, tags=[])"
     assert Plain(1).__dict__ == {"x": 1, "y": 0}
+
+
+@pytest.mark.assigns_records
+def test_this_suite_runs_checked_and_sees_each_refusal() -> None:
+    """tests/conftest.py turns the check on before guard is imported, and its fixture fails any
+    test during which a frozen record was assigned to, even where the error was swallowed."""
+    from guard import record
+    from guard.ir import Lit
+
+    lit = Lit("a")
+    for change in (lambda: setattr(lit, "text", "b"), lambda: delattr(lit, "quoted")):
+        try:
+            change()
+        except AttributeError:
+            pass  # as a handler that falls back on any error would
+    assert record.CHECKED and (lit.text, lit.quoted) == ("a", False)
+    assert record.REFUSED == ["Lit.text", "Lit.quoted"]
+    del record.REFUSED[:]
 
 
 def _run(code: str, checked: bool, *args: str) -> str:

@@ -68,7 +68,7 @@ _NOT_A_NAME = frozenset({
     "if", "then", "else", "elif", "fi", "do", "done", "case", "esac", "while", "until", "for", "select",
     "function", "in", "time", "coproc", "declare", "typeset", "export", "local", "readonly", "unset",
 })
-_LITS: dict[str, tuple[Lit]] = {}  # the parts of a plain word, by its text (records are immutable)
+_LITS: dict[str, tuple[Lit]] = {}  # the parts of a plain word, by its text (records are frozen: guard/record.py)
 _NAMES: dict[str, bool] = {}  # whether a first word is a command name read here, by its text
 
 

@@ -56,7 +56,8 @@ def _absolute(path: str) -> str:
 
 
 def identity(executable: str | None = None, package: str | None = None) -> str:
-    """A short key for (interpreter binary, guard package, Python version, uid), in hex. The
+    """A short key for (interpreter binary, guard package, Python version, uid, the record check's
+    setting), in hex. The
     binary is named by its device and inode (python and python3 are one binary): one stat, where
     resolving its path took a readlink per component. The key only keeps servers of different
     guards apart (the peer check is what trusts one), so it needs no hash module (loading
@@ -68,7 +69,9 @@ def identity(executable: str | None = None, package: str | None = None) -> str:
         exe = f"{st.st_dev}:{st.st_ino}"
     except (OSError, ValueError):
         pass  # no such binary: its path, as given
-    return short_hash("\0".join([exe, package or package_dir(), sys.version, str(posix.getuid())]))
+    # a test suite's guards, whose records are checked (guard/record.py), get a server of their own
+    checked = posix.environ.get(b"GUARD_CHECK_RECORDS", b"").decode("latin-1")
+    return short_hash("\0".join([exe, package or package_dir(), sys.version, str(posix.getuid()), checked]))
 
 
 def short_hash(text: str) -> str:
@@ -287,7 +290,8 @@ def start_server(sock_path: str) -> bool:
         if server_running(sock_path):
             return False
         argv = [sys.executable, "-I", "-m", "guard.serve.server", sock_path, identity()]
-        env = {k: v for k, v in os.environ.items() if not k.startswith("GUARD_")}
+        # the caller's guard settings are its own, not the server's; the record check goes along
+        env = {k: v for k, v in os.environ.items() if not k.startswith("GUARD_") or k == "GUARD_CHECK_RECORDS"}
         pid = os.fork()
         if pid == 0:  # pragma: no cover - runs in the forked child
             try:

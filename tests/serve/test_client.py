@@ -32,6 +32,33 @@ def test_the_key_names_the_interpreter_binary_without_resolving_its_path(tmp_pat
     assert client.identity() != ours
 
 
+def test_a_checked_guard_has_a_server_of_its_own(tmp_path: Path, monkeypatch: pytest.MonkeyPatch) -> None:
+    """The test suite's guards check their records (guard/record.py): they key a server apart from
+    one a guard without the check started, and hand the setting, alone of their guard settings,
+    to the server they start."""
+    import time
+
+    checked = client.identity()
+    monkeypatch.delenv("GUARD_CHECK_RECORDS")
+    assert client.identity() != checked
+    monkeypatch.setenv("GUARD_CHECK_RECORDS", "1")
+    monkeypatch.setenv("GUARD_ROLE", "worker")
+    run = tmp_path / "run"
+    run.mkdir(mode=0o700)
+    sock = client.socket_path({"XDG_RUNTIME_DIR": str(run)})
+    assert sock is not None and client.identity() == checked and client.start_server(sock)
+    try:
+        deadline = time.monotonic() + 30
+        while (pid := client.server_pid(sock)) is None and time.monotonic() < deadline:
+            time.sleep(0.05)
+        assert pid is not None
+        environ = Path(f"/proc/{pid}/environ").read_bytes().split(b"\0")
+        assert b"GUARD_CHECK_RECORDS=1" in environ
+        assert not any(v.startswith(b"GUARD_ROLE=") for v in environ)
+    finally:
+        assert client.stop_server(sock)
+
+
 def test_short_hash_tells_apart_texts_that_differ_only_at_the_end_or_by_a_swap() -> None:
     texts = ["", "\0", "\0\0", "a", "a\0", "ab", "ba", "x" * 61 + "ab", "x" * 61 + "ba", "é", "e\u0301"]
     names = {client.short_hash(t) for t in texts}
