@@ -55,7 +55,7 @@ def _absolute(path: str) -> str:
     return path if path.startswith("/") else posix.getcwd() + "/" + path
 
 
-def identity(executable: str | None = None, package: str | None = None) -> str:
+def identity(executable: str | None = None, package: str | None = None, checked: str | None = None) -> str:
     """A short key for (interpreter binary, guard package, Python version, uid, the record check's
     setting), in hex. The
     binary is named by its device and inode (python and python3 are one binary): one stat, where
@@ -69,8 +69,10 @@ def identity(executable: str | None = None, package: str | None = None) -> str:
         exe = f"{st.st_dev}:{st.st_ino}"
     except (OSError, ValueError):
         pass  # no such binary: its path, as given
-    # a test suite's guards, whose records are checked (guard/record.py), get a server of their own
-    checked = posix.environ.get(b"GUARD_CHECK_RECORDS", b"").decode("latin-1")
+    # a test suite's guards, whose records are checked (guard/record.py), get a server of their
+    # own: ``checked`` is GUARD_CHECK_RECORDS of the environment the server is for (this one's)
+    if checked is None:
+        checked = posix.environ.get(b"GUARD_CHECK_RECORDS", b"").decode("latin-1")
     return short_hash("\0".join([exe, package or package_dir(), sys.version, str(posix.getuid()), checked]))
 
 
@@ -117,7 +119,7 @@ def socket_path(env: "Mapping[str, str]", key: str | None = None) -> str | None:
     folder = runtime_dir(env)
     if folder is None:
         return None
-    path = f"{folder}/{key or identity()}.sock"
+    path = f"{folder}/{key or identity(checked=env.get('GUARD_CHECK_RECORDS', ''))}.sock"
     return path if len(path.encode()) < 100 else None  # sun_path holds 108 bytes
 
 
@@ -193,10 +195,11 @@ def receive(pending: Pending | None) -> tuple[bytes, bytes] | None:
 
 
 def text_env(env: "Mapping[bytes, bytes]") -> dict[str, str]:
-    """The variables of a bytes environment (``posix.environ``) that say whether and where a
-    server listens, as text."""
+    """The variables of a bytes environment (``posix.environ``) that say whether, where and for
+    which setting of the record check a server listens, as text."""
     return {name: env[key].decode("utf-8", "surrogateescape")
-            for name, key in (("XDG_RUNTIME_DIR", b"XDG_RUNTIME_DIR"), ("GUARD_SERVER", b"GUARD_SERVER"))
+            for name, key in (("XDG_RUNTIME_DIR", b"XDG_RUNTIME_DIR"), ("GUARD_SERVER", b"GUARD_SERVER"),
+                              ("GUARD_CHECK_RECORDS", b"GUARD_CHECK_RECORDS"))
             if key in env}
 
 

@@ -41,6 +41,8 @@ def test_a_checked_guard_has_a_server_of_its_own(tmp_path: Path, monkeypatch: py
     checked = client.identity()
     monkeypatch.delenv("GUARD_CHECK_RECORDS")
     assert client.identity() != checked
+    # the socket is named for the environment asked about, as its guards compute it themselves
+    assert client.socket_path({"GUARD_CHECK_RECORDS": "1"}) != client.socket_path({}) == client.socket_path({"A": "1"})
     monkeypatch.setenv("GUARD_CHECK_RECORDS", "1")
     monkeypatch.setenv("GUARD_ROLE", "worker")
     run = tmp_path / "run"
