@@ -11,9 +11,9 @@ rarely built (a frozen slotted record costs more to build, a descriptor call per
 A frozen record without slots is frozen by contract, checked where the contract is tested: its
 ``__init__`` assigns each field as any class's does, and only with ``GUARD_CHECK_RECORDS`` set
 (tests/conftest.py sets it for the test suite; the guards it starts with its environment and
-their analysis servers inherit it) does the class also refuse assignment. A class's
-own ``__setattr__`` keeps CPython 3.11 from storing and reading its attributes the quick way
-(as instance values): the IR records, built and read hundreds of thousands of times per corpus
+their analysis servers inherit it) does the class also refuse assignment. A class's own
+``__setattr__`` keeps CPython 3.11 from storing and reading its attributes the quick way (as
+instance values): the IR records, built and read hundreds of thousands of times per corpus
 pass, made the analysis 12% dearer with the check on (356,000 instructions per command against
 317,000, ``bench/analysis_bench.py --instructions``).
 """

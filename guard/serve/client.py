@@ -57,9 +57,8 @@ def _absolute(path: str) -> str:
 
 def identity(executable: str | None = None, package: str | None = None, checked: str | None = None) -> str:
     """A short key for (interpreter binary, guard package, Python version, uid, the record check's
-    setting), in hex. The
-    binary is named by its device and inode (python and python3 are one binary): one stat, where
-    resolving its path took a readlink per component. The key only keeps servers of different
+    setting), in hex. The binary is named by its device and inode (python and python3 are one
+    binary): one stat, where resolving its path took a readlink per component. The key only keeps servers of different
     guards apart (the peer check is what trusts one), so it needs no hash module (loading
     ``_sha256`` cost 0.6 ms on every command): the text's bytes as one number, modulo a 64-bit
     prime, in C, where a byte-by-byte hash in Python took 40 us of every analysed command."""
