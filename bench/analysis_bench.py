@@ -146,7 +146,7 @@ def stream(repo: Path, shared: Path, limit: int | None, jobs: str) -> dict:
     with lines:
         for c in commands(shared / "corpus" / "agent-commands.jsonl", limit):
             lines.write(json.dumps({"command": c}).encode() + b"\n")
-    code = f"import sys; sys.path.insert(0, {str(repo)!r}); from guard.cli import main; main()"
+    code = f"import sys; sys.path.insert(0, {str(repo)!r}); from guard.cli.main import main; main()"
     argv = [sys.executable, "-c", code, "check", "--jsonl", "--tree", "/workspace", "--cwd", "/workspace/app"]
     argv += jobs.split()
     import resource

@@ -280,7 +280,7 @@ def report_main(argv: list[str]) -> None:
     # each checkout ships.
     rules = root / "rules-list.txt"
     rules.write_text((HERE.parent / "tests" / "audit" / "golden" / "rules.txt").read_text())
-    guard = [sys.executable, "-m", "guard.cli", "audit", "--rules-list", str(rules)]
+    guard = [sys.executable, "-m", "guard.cli.main", "audit", "--rules-list", str(rules)]
     base = _base_checkout(opts.base_rev, root)
     results = {}
     try:

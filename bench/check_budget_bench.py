@@ -19,10 +19,10 @@ from pathlib import Path
 sys.path.insert(0, str(Path(__file__).resolve().parents[1]))
 sys.path.insert(0, str(Path(__file__).resolve().parents[1] / "tests" / "cli"))
 
-from guard import budget  # noqa: E402
-from guard.cli_check import _handle_line  # noqa: E402
+from guard.cli.check import _handle_line  # noqa: E402
 from guard.context import Context  # noqa: E402
 from guard.engine import analyze  # noqa: E402
+from guard.system import budget  # noqa: E402
 
 FILES = ["corpus/agent-commands.jsonl", "corpus/syntax-probe.jsonl", "peers/codex-cases.jsonl",
          "peers/dcg-cases.jsonl", "peers/safety-net-cases.jsonl"]

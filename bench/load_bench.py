@@ -28,7 +28,7 @@ from pathlib import Path
 from guard.serve import client
 
 try:
-    from guard.launch import plain_command
+    from guard.shell.launch import plain_command
 except ImportError:  # an older guard: the pre-check's own list decides (the first four kinds pass it)
     plain_command = None
 

@@ -6,8 +6,8 @@ Each step is timed on its own, the way guard-shell runs it, against the running 
 (started first): the interpreter start with guard-shell's own flags (the floor), importing the
 launcher, the client and ``_socket``, connecting, checking the listener (``SO_PEERCRED`` and
 three ``/proc`` stats), waiting for a worker to take the connection (``READY``), sending the
-request and reading the reply (the worker's analysis). guard-shell imports ``guard.shell_decide``
-(``run_served`` runs the command on the reply, without ``guard.shell``) and the relay while
+request and reading the reply (the worker's analysis). guard-shell imports ``guard.shell.decide``
+(``run_served`` runs the command on the reply, without ``guard.shell.main``) and the relay while
 the worker analyses, so only the longer of the two counts; then the relay:
 running ``bash -c true`` under it (its start of the child included) against running it directly. The sum
 along that critical path is printed beside the whole ``guard-shell -c`` against ``bash -c`` and the
@@ -94,11 +94,11 @@ def main() -> None:
         return statistics.median(diffs) * 1000
 
     # guard-shell's order: the launcher sends the request first (posix, _socket, the client),
-    # then imports guard.shell and the relay while the worker analyses
-    first, second = "guard.launch, guard.serve.client, _socket", "guard.shell_decide, guard.act.relay"
-    launcher = added(importing("guard.launch"), importing(None))
+    # then imports guard.shell.main and the relay while the worker analyses
+    first, second = "guard.shell.launch, guard.serve.client, _socket", "guard.shell.decide, guard.act.relay"
+    launcher = added(importing("guard.shell.launch"), importing(None))
     rows.append(("import the launcher (the plain path's cost)", launcher))
-    client_cost = added(importing(first), importing("guard.launch"))
+    client_cost = added(importing(first), importing("guard.shell.launch"))
     rows.append(("import the client and _socket", client_cost))
     late = added(importing(f"{first}, {second}"), importing(first))
     import _socket
@@ -127,7 +127,7 @@ def main() -> None:
     for k, v in steps.items():
         rows.append((k, statistics.median(v)))
     analysis = statistics.median(steps["analysis and reply"])
-    rows.append(("import guard.shell_decide and the relay, meanwhile", late))
+    rows.append(("import guard.shell.decide and the relay, meanwhile", late))
     rows.append(("  so the reply is waited for another", max(0.0, analysis - late)))
     from guard.act import relay
 

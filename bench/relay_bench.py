@@ -8,7 +8,7 @@ regular file, and a pipe read by ``cat >/dev/null`` (agent harnesses capture std
 and pipes). For each: *direct* (the command's stderr is the destination), *floor* (one extra
 ``cat`` between the command and the destination) and *relay* (``guard annotate``), and with
 ``--baseline DIR`` the same relay of another install or checkout (its ``.venv/bin/guard`` when
-it has one, else ``python -m guard.cli`` from it), run in turn each round; best wall time of
+it has one, else ``python -m guard.cli.main`` from it), run in turn each round; best wall time of
 RUNS each; ratios are direct / other (1.0 = as fast as direct). CPU is the median user+system
 seconds of the whole process tree (writer, relay, reader), and ``+cpu`` what the relay adds
 over direct: on a shared machine, wall figures follow the load and CPU figures much less. The
@@ -68,11 +68,11 @@ def guard(*args: str, base: str | None = None) -> list[str]:
         launcher = Path(base) / ".venv" / "bin" / "guard"
         if launcher.exists():
             return [str(launcher), "annotate", "--", *args]
-        return ["env", f"PYTHONPATH={base}", PY, "-m", "guard.cli", "annotate", "--", *args]
+        return ["env", f"PYTHONPATH={base}", PY, "-m", "guard.cli.main", "annotate", "--", *args]
     launcher = Path(PY).parent / "guard"
     if launcher.exists():
         return [str(launcher), "annotate", "--", *args]
-    return [PY, "-m", "guard.cli", "annotate", "--", *args]  # the dispatcher: any version has it
+    return [PY, "-m", "guard.cli.main", "annotate", "--", *args]  # the dispatcher: any version has it
 
 
 def timed(cmd: str) -> tuple[float, int, float]:

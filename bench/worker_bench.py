@@ -59,8 +59,8 @@ def measure(repo: str, runs: int, rules: str | None, instructions: bool = False,
     sys.path.insert(0, repo)
     import time
 
-    from guard import shell
     from guard.serve import client, server
+    from guard.shell import main as shell
 
     server.warm_up()
     files = server.code_files(client.package_dir())

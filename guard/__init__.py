@@ -2,7 +2,7 @@
 
 Pipeline, one module or subpackage per stage:
 parse (guard.parse) → resolve (guard.resolve) → classify (guard.policy) → act (guard.act,
-guard.shell) → audit (guard.audit). ``guard.engine.analyze`` runs the first three.
+guard.shell.main) → audit (guard.audit). ``guard.engine.analyze`` runs the first three.
 """
 
 __version__ = "0.1.0"

@@ -18,9 +18,9 @@ def test_wheel_contents(tmp_path: Path) -> None:
     wheel = next(tmp_path.glob("guard-*.whl"))
     names = set(zipfile.ZipFile(wheel).namelist())
     for needed in ("guard/rules/config.yaml", "guard/rules/commands/git.yaml", "guard/rules/stderr/git.yaml",
-                   "guard/ruleset/schema/command-rules.json", "guard/shell.py", "guard/parse/treesitter.py"):
+                   "guard/ruleset/schema/command-rules.json", "guard/shell/main.py", "guard/parse/treesitter.py"):
         assert needed in names, needed
-    for script, entry in (("guard-shell", "from guard.shell import main"), ("guard", "from guard.cli import main")):
+    for script, entry in (("guard-shell", "from guard.shell.main import main"), ("guard", "from guard.cli.main import main")):
         launcher = [n for n in names if n.endswith(f"/scripts/{script}")]
         assert launcher, sorted(names)[:20]
         text = zipfile.ZipFile(wheel).read(launcher[0]).decode()

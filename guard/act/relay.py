@@ -48,7 +48,7 @@ import posix
 import select
 import sys
 
-from guard import sysenv
+from guard.system import sysenv
 
 try:  # built from guard/_spawn.c; imported with this module, while the analysis server works
     from guard import _spawn
@@ -128,7 +128,7 @@ def run(
     analysis's verdict on ``command`` when the caller has it: the annotator takes the programs,
     their argv and whether the command works in the tree from it instead of analysing again.
     ``exec_path``: the program ``argv[0]`` names, found already by the real shell's own search
-    (``guard.simple_exec``); it dies with the guard, as the real shell would."""
+    (``guard.shell.simple_exec``); it dies with the guard, as the real shell would."""
     env_map = dict(sysenv.environ() if env is None else env)
     sink_factory: Callable[[], Sink] | None = None
     child_env = env_map

@@ -27,7 +27,7 @@ import os
 import sys
 import time
 
-from guard.audit.redact import redact
+from guard.text.redact import redact
 
 TYPE_CHECKING = False  # typing itself is not imported on the hot path
 

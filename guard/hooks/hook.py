@@ -15,7 +15,7 @@ import re
 import sys
 
 from guard.hooks.protocols import HOSTS, Answer, Call, Host, Malformed, Refusal
-from guard.hostwrap import identify
+from guard.shell.hostwrap import identify
 
 TYPE_CHECKING = False
 if TYPE_CHECKING:  # typing costs milliseconds to import; a hook runs before every command
@@ -129,7 +129,7 @@ def answer(host: Host, payload: Any, env: Mapping[str, str]) -> Answer:
         if served[1]:  # a fail-open notice: the host shows stderr in its log
             sys.stderr.write(served[1].decode("utf-8", "replace"))
         return host.allow
-    from guard.shell_decide import analysis_text, decide
+    from guard.shell.decide import analysis_text, decide
 
     # in-process: every command when there is no server; a refusal the server found (and
     # logged) is analysed again here for the structured answer, which the server does not send

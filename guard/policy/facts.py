@@ -11,10 +11,10 @@ import re
 from collections.abc import Mapping
 from functools import lru_cache
 
-from guard import paths
 from guard.ir import UNKNOWN, Invocation
 from guard.policy.programs import Reading, Spec, read, reader_facts, spec_for
 from guard.record import dataclass
+from guard.resolve import paths
 
 TYPE_CHECKING = False
 if TYPE_CHECKING:

@@ -3,9 +3,9 @@ with its arguments, and for publishing the route of this thread. Stable for the 
 
 from __future__ import annotations
 
-from guard import paths
 from guard.context import Context
 from guard.ir import UNKNOWN, Invocation
+from guard.resolve import paths
 
 TYPE_CHECKING = False
 if TYPE_CHECKING:  # typing costs ~2-7 ms to import on the command path

@@ -7,8 +7,8 @@ from __future__ import annotations
 import os
 from collections.abc import Callable
 
-from guard import paths
 from guard.ir import UNKNOWN
+from guard.resolve import paths
 from guard.resolve.state import Assoc, State, relink
 from guard.resolve.state import home_of as _home
 from guard.resolve.variables import resolve_name, set_element

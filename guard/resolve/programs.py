@@ -9,8 +9,8 @@ from functools import lru_cache
 
 import guard.resolve.files as files
 import guard.resolve.sourced as sourced
-from guard import paths
 from guard.ir import UNKNOWN, Invocation
+from guard.resolve import paths
 from guard.resolve.inline import analyze_inline, interpreter_lang  # not an import per command
 from guard.resolve.projects import parse_makefile
 from guard.resolve.sedscript import sed_commands

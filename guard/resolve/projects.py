@@ -7,8 +7,8 @@ import json
 import re
 
 import guard.resolve.files as files
-from guard import paths
 from guard.ir import UNKNOWN
+from guard.resolve import paths
 
 FILE_CAP = 512 * 1024
 NPM_SHORTCUTS = frozenset({"test", "start", "stop", "restart"})

@@ -3,8 +3,8 @@ functions, files the command wrote. Subshells work on a copy."""
 
 from __future__ import annotations
 
-from guard import paths
 from guard.ir import UNKNOWN, FunctionDef, Invocation
+from guard.resolve import paths
 
 TYPE_CHECKING = False  # typing costs ~2-7 ms to import on the command path
 if TYPE_CHECKING:

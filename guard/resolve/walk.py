@@ -9,7 +9,6 @@ from __future__ import annotations
 import guard.resolve.builtins as builtins
 import guard.resolve.programs as programs
 import guard.resolve.sourced as sourced
-from guard import paths
 from guard.context import Context
 from guard.ir import (
     UNKNOWN,
@@ -29,6 +28,7 @@ from guard.ir import (
     Subshell,
     Word,
 )
+from guard.resolve import paths
 from guard.resolve.state import WALK_BUDGET, Assoc, Frame, Sink, State, relink
 from guard.resolve.variables import resolve_name, set_element
 from guard.resolve.words import (

@@ -7,8 +7,8 @@ from __future__ import annotations
 
 import os
 
-from guard import precheck
 from guard.ruleset.model import RuleSet, per_set
+from guard.shell import precheck
 
 TYPE_CHECKING = False
 if TYPE_CHECKING:
@@ -139,7 +139,7 @@ def _plan(rs: RuleSet, named: frozenset[str]) -> precheck.Plan:
 def plan_text(plan: precheck.Plan) -> str:
     """A plan as ``guard/ruleset/precheck-shipped.txt`` holds it."""
     return ("# guard-shell's pre-check under the shipped rules alone, derived from them (config precheck:,\n"
-            "# less every program a rule names); tests/test_precheck.py checks it. Programs, then watched.\n"
+            "# less every program a rule names); tests/shell/test_precheck.py checks it. Programs, then watched.\n"
             + " ".join(sorted(plan.programs)) + "\n" + " ".join(plan.watched) + "\n")
 
 
@@ -172,7 +172,7 @@ def remember_plan(extra: tuple[str, ...], config_path: str | None, at: tuple | N
     a request that finds the plan in place reads the file and no more."""
     import marshal
 
-    from guard.cachedir import cache_root
+    from guard.system.cachedir import cache_root
 
     if at is None:
         return

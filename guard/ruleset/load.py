@@ -19,10 +19,10 @@ import os
 import sys
 from functools import cache
 
-from guard.cachedir import cache_root
 from guard.record import asdict, replace
 from guard.ruleset.model import RuleSet
 from guard.ruleset.paths import command_rule_files, shipped_dir
+from guard.system.cachedir import cache_root
 
 TYPE_CHECKING = False
 if TYPE_CHECKING:  # typing and pathlib cost ~2-7 ms to import on the command path
@@ -30,8 +30,8 @@ if TYPE_CHECKING:  # typing and pathlib cost ~2-7 ms to import on the command pa
     from pathlib import Path
 
     from guard.context import Context
-    from guard.precheck import Plan
     from guard.ruleset.layers import Layer
+    from guard.shell.precheck import Plan
 
 try:  # the built-in module: hashlib loads OpenSSL (~2.5 ms), paid on every analysed command
     from _sha256 import sha256
@@ -176,7 +176,7 @@ def trust(keys: Iterable[tuple], quiet: Callable[[], bool] | None) -> None:
     watch on those files (``guard.serve.watch``) before it stamped them, so that any change since
     makes ``quiet()`` false. ``trust((), None)`` ends it. The pre-check's plan of each of these
     layerings is vouched for in the same way (``precheck.trust``)."""
-    from guard import precheck
+    from guard.shell import precheck
 
     global _watched, _quiet
     _watched = frozenset(keys)

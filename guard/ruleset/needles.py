@@ -15,7 +15,7 @@ from __future__ import annotations
 import marshal
 import os
 
-from guard.cachedir import cache_root
+from guard.system.cachedir import cache_root
 
 TYPE_CHECKING = False
 if TYPE_CHECKING:

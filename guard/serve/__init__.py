@@ -3,7 +3,7 @@
 A guard-shell that must analyse a command asks a per-user server instead of importing and
 warming the whole engine itself (about 25 ms on every such command). The server has everything
 imported and warm; for each request it forks, and the forked child runs exactly the code a
-guard-shell would run in-process (``guard.shell.guard_command``) with the caller's argv,
+guard-shell would run in-process (``guard.shell.main.guard_command``) with the caller's argv,
 working directory and environment, then sends back the action and what it wrote on stderr.
 
 - ``wire``: the request and reply bytes (pure functions).

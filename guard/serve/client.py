@@ -1,5 +1,5 @@
 """Asking the analysis server, from guard-shell. Imports only C modules (``posix``, ``_socket``):
-``guard.launch`` sends an analysed command's request from here before ``os`` or ``guard.shell``
+``guard.shell.launch`` sends an analysed command's request from here before ``os`` or ``guard.shell.main``
 is imported, so the worker analyses it while guard-shell loads the rest (``send`` then
 ``receive``). Starting and stopping a server import ``os`` when they run.
 
@@ -34,7 +34,7 @@ CONNECT_TIMEOUT = 2.0
 # to an in-process analysis then would cost this caller, and a loaded machine, far more.
 READY_TIMEOUT = 1.0
 BUSY_TIMEOUT = 10.0
-# The server's own analysis gives up after 10 s (guard.shell.ANALYSIS_TIMEOUT); past this the
+# The server's own analysis gives up after 10 s (guard.shell.main.ANALYSIS_TIMEOUT); past this the
 # caller stops waiting and analyses in-process.
 REPLY_TIMEOUT = 15.0
 HASH_PRIME = 0xFFFFFFFFFFFFFFC5  # 2**64 - 59

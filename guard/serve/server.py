@@ -10,7 +10,7 @@ has already run one analysis after the fork, so the pages a request touches are 
 the request arrives (copy-on-write faults would otherwise add about 2 ms). A worker answers one
 connection and exits, and the server forks its replacement, so nothing one request does
 (environment, working directory, caches) is seen by the next. The worker runs
-``guard.shell.guard_command`` on the caller's argv, working directory and environment exactly as
+``guard.shell.main.guard_command`` on the caller's argv, working directory and environment exactly as
 guard-shell would in-process (refusals reach the audit log from there) and replies with the
 action and the bytes the analysis wrote on stderr.
 
@@ -52,7 +52,7 @@ HOME_VARS = ("HOME", "XDG_CACHE_HOME")
 MAX_FAILURES = 8  # workers ending in error one after another: something is wrong, leave
 POOL = 2  # workers waiting at once: two requests at the same moment are both answered at once
 
-# An agent host's wrapper (Claude Code's, guard/hostwrap.py), unwrapped once for the children.
+# An agent host's wrapper (Claude Code's, guard/shell/hostwrap.py), unwrapped once for the children.
 WRAPPED = "source /tmp/snapshot.sh && eval 'git status' \\< /dev/null && pwd -P >| /tmp/cwd"
 
 
@@ -89,10 +89,12 @@ def warm_up() -> None:
     except (OSError, AttributeError, ImportError):
         pass
 
-    from guard import hostwrap, precheck, shell  # noqa: F401 - loaded for the children
     from guard.audit import log
     from guard.context import Context
     from guard.ruleset import load
+    from guard.shell import (
+        hostwrap,  # noqa: F401 - loaded for the children
+        )
 
     ctx = Context.from_environ(cwd="/", env=_warm_env(), trees=("/nonexistent",))
     warmup.run(ctx)
@@ -167,7 +169,7 @@ def serve_one(conn: socket.socket, current: Callable[[], bool] = lambda: True) -
         os.chdir(cwd)
     except OSError:
         pass
-    from guard import shell
+    from guard.shell import main as shell
 
     parsed = shell.parse_args(argv)
     if parsed.mode != "command":
@@ -249,9 +251,9 @@ def _tell_afresh(command: str | None = None) -> None:
         return
     import json
 
-    from guard import hostwrap
     from guard.resolve import sourced
     from guard.ruleset import load
+    from guard.shell import hostwrap
 
     said = [["rules", list(paths), config] for paths, config in load.read_afresh()]
     said += [["sourced", key, path] for key, path in sourced.read_afresh()]
@@ -426,8 +428,8 @@ def _pre_touch(listener: socket.socket) -> None:
     measured in forked workers, it leaves a request's CPU where four did (3.4 against 3.2 ms,
     against 6.1 ms with none) for half the worker's CPU in all (12 against 24 ms), which under
     load is CPU taken from the agents."""
-    from guard import hostwrap, shell
-
+    from guard.shell import hostwrap
+    from guard.shell import main as shell
     command = warmup.COMMANDS[0]
     if _prep_snapshot[0]:
         command = f"source {hostwrap.quote(_prep_snapshot[0])}\n{command}"

@@ -10,7 +10,7 @@ REPO = Path(__file__).resolve().parents[2]
 
 
 def test_demo_replays_recorded_stderr_through_the_annotator() -> None:
-    p = subprocess.run([sys.executable, "-m", "guard.cli", "demo"], capture_output=True, text=True, timeout=120,
+    p = subprocess.run([sys.executable, "-m", "guard.cli.main", "demo"], capture_output=True, text=True, timeout=120,
                        cwd=REPO, env={"PATH": "/usr/bin:/bin", "HOME": "/tmp", "COLUMNS": "200"})
     assert p.returncode == 0, p.stderr
     out = p.stdout
@@ -27,7 +27,7 @@ def test_demo_replays_recorded_stderr_through_the_annotator() -> None:
 
 
 def test_demo_stderr_is_the_recorded_fixture() -> None:
-    from guard.demo import PRIVATE, RECORDED
+    from guard.cli.demo import PRIVATE, RECORDED
 
     for fixture, command in (("git-ls-remote-private-git2.39.5.txt", f"git ls-remote {PRIVATE}"),
                              ("pip-git-url-pip26.3.txt", f"pip install git+{PRIVATE}")):

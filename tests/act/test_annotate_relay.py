@@ -29,7 +29,7 @@ def env(tmp_path: Path) -> dict[str, str]:
 
 
 def guard(*args: str) -> list[str]:
-    return [PY, "-m", "guard.act.annotate_cmd", "--", *args]
+    return [PY, "-m", "guard.cli.annotate", "--", *args]
 
 
 def run(args: list[str], env: dict[str, str], **kw) -> subprocess.CompletedProcess:
@@ -163,7 +163,7 @@ def test_death_by_signal_is_mirrored(env) -> None:
 def test_not_found_and_usage(env) -> None:
     r = run(["no-such-program-here"], env)
     assert r.returncode == 127 and r.stderr.count(b"\n") == 1 and b"not found" in r.stderr
-    u = subprocess.run([PY, "-m", "guard.act.annotate_cmd"], env=env, capture_output=True)
+    u = subprocess.run([PY, "-m", "guard.cli.annotate"], env=env, capture_output=True)
     assert u.returncode == 2 and u.stderr.startswith(b"guard annotate: ")
 
 
@@ -200,7 +200,7 @@ def test_background_writer_is_not_cut_off(tmp_path: Path, env) -> None:
 
 def test_stderr_is_a_terminal_inside_when_it_is_one_outside(env) -> None:
     probe = "import os,sys; sys.stderr.write('tty=%s cols=%s\\n' % (os.isatty(2), os.get_terminal_size(2).columns))"
-    child = pexpect.spawn(PY, ["-m", "guard.act.annotate_cmd", "--", PY, "-c", probe], env=env,
+    child = pexpect.spawn(PY, ["-m", "guard.cli.annotate", "--", PY, "-c", probe], env=env,
                           dimensions=(30, 123), timeout=20)
     child.expect(pexpect.EOF)
     child.close()
@@ -221,7 +221,7 @@ def test_terminal_interrupt_reaches_the_command_once(env) -> None:
         "t = time.time()\nwhile not n and time.time() - t < 10: time.sleep(0.01)\n"
         "time.sleep(0.5)\nsys.stderr.write('interrupts=%d\\n' % n)\n"
     )
-    child = pexpect.spawn(PY, ["-m", "guard.act.annotate_cmd", "--", PY, "-c", child_src], env=env, timeout=20)
+    child = pexpect.spawn(PY, ["-m", "guard.cli.annotate", "--", PY, "-c", child_src], env=env, timeout=20)
     child.expect("ready")
     child.sendintr()
     child.expect(pexpect.EOF)

@@ -62,7 +62,7 @@ def _expected(seed: int, total: int, tail: bytes = b"") -> bytes:
 def _relayed(args: list[str], env: dict[str, str], reader=None) -> tuple[bytes, int]:
     """Run ``guard annotate -- ARGS`` with stderr a pipe we read; (stderr bytes, status)."""
     r, w = os.pipe()
-    p = subprocess.Popen([PY, "-m", "guard.act.annotate_cmd", "--", *args], env=env, stderr=w,
+    p = subprocess.Popen([PY, "-m", "guard.cli.annotate", "--", *args], env=env, stderr=w,
                          stdout=subprocess.DEVNULL)
     os.close(w)
     data = (reader or _read_all)(r)
@@ -123,7 +123,7 @@ def test_a_slow_non_blocking_reader_still_gets_everything(env: dict[str, str]) -
 
     r, w = os.pipe()
     fcntl.fcntl(w, fcntl.F_SETFL, fcntl.fcntl(w, fcntl.F_GETFL) | os.O_NONBLOCK)
-    p = subprocess.Popen([PY, "-m", "guard.act.annotate_cmd", "--", PY, "-c", WRITER, "7", str(6 << 20)],
+    p = subprocess.Popen([PY, "-m", "guard.cli.annotate", "--", PY, "-c", WRITER, "7", str(6 << 20)],
                          env=env, stderr=w, stdout=subprocess.DEVNULL)
     os.close(w)
     data = slow(r)
@@ -138,7 +138,7 @@ def test_a_reader_that_goes_away_ends_nothing_early(env: dict[str, str], tmp_pat
     done = tmp_path / "done"
     script = f"import os\nfor _ in range(64): os.write(2, bytes(1 << 20))\nopen({str(done)!r}, 'w').close()"
     r, w = os.pipe()
-    p = subprocess.Popen([PY, "-m", "guard.act.annotate_cmd", "--", PY, "-c", script], env=env, stderr=w,
+    p = subprocess.Popen([PY, "-m", "guard.cli.annotate", "--", PY, "-c", script], env=env, stderr=w,
                          stdout=subprocess.DEVNULL)
     os.close(w)
     got = 0
@@ -223,7 +223,7 @@ def test_a_harness_pipe_is_enlarged_during_bulk_output_and_its_size_restored(env
     r, w = os.pipe()
     fcntl.fcntl(w, fcntl.F_SETPIPE_SZ, 65536)
     script = "head -c 8388608 /dev/zero >&2; sleep 1; printf 'done\\n' >&2"
-    p = subprocess.Popen([PY, "-m", "guard.act.annotate_cmd", "--", "bash", "-c", script], env=env, stderr=w,
+    p = subprocess.Popen([PY, "-m", "guard.cli.annotate", "--", "bash", "-c", script], env=env, stderr=w,
                          stdout=subprocess.DEVNULL)
     os.close(w)
     sizes, chunks = set(), []
@@ -354,7 +354,7 @@ def test_a_needle_across_a_boundary_of_a_file_follower_still_annotates(
     bulk = _at(boundary, into)
     log = tmp_path / "err.log"
     with open(log, "wb") as fh:
-        p = subprocess.run([PY, "-m", "guard.act.annotate_cmd", "--", "bash", "-c", BASH_BULK, "bash",
+        p = subprocess.run([PY, "-m", "guard.cli.annotate", "--", "bash", "-c", BASH_BULK, "bash",
                             str(bulk), _LINE], env=env, stderr=fh, stdout=subprocess.DEVNULL, timeout=120)
     assert p.returncode == 128
     data = log.read_bytes()

@@ -4,7 +4,8 @@ from __future__ import annotations
 
 import pytest
 
-from guard.audit import log, report
+from guard.audit import log
+from guard.audit.reports import report
 
 
 @pytest.fixture

@@ -13,7 +13,7 @@ from pathlib import Path
 import pytest
 from audit_records import record, write_jsonl
 
-from guard.audit import report
+from guard.audit.reports import report
 
 REPO = Path(__file__).resolve().parents[2]
 FLEET = REPO / "fixtures" / "audit" / "fleet.jsonl"
@@ -29,7 +29,7 @@ def test_the_command_path_never_loads_duckdb(tmp_path: Path) -> None:
         "import sys, os\n"
         "from guard.context import Context\n"
         "from guard.engine import analyze\n"
-        "from guard import shell, cli_check, record\n"
+        "from guard import record\nfrom guard.shell import main\nfrom guard.cli import check\n"
         "ctx = Context.from_environ()\n"
         "for c in ('git push origin main', 'ls -la', 'bash -c \"git commit -am x\"'):\n"
         "    analyze(c, ctx)\n"
@@ -86,7 +86,7 @@ def test_without_duckdb_small_logs_work_and_large_ones_name_the_extra(
 def test_auto_uses_duckdb_when_installed(monkeypatch: pytest.MonkeyPatch) -> None:
     needs_duckdb()
     seen = []
-    from guard.audit import duck
+    from guard.audit.reports import duck
 
     real = duck.DuckEngine.__init__
 

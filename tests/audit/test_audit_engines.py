@@ -50,7 +50,7 @@ def engines() -> list[str]:
 
 def audit(engine: str, argv: list[str]) -> subprocess.CompletedProcess[bytes]:
     return subprocess.run(
-        [sys.executable, "-m", "guard.cli", "audit", "--engine", engine, *argv],
+        [sys.executable, "-m", "guard.cli.main", "audit", "--engine", engine, *argv],
         capture_output=True,
         cwd=REPO,
         timeout=120,
@@ -81,8 +81,7 @@ def test_large_inputs_are_read_in_pieces_with_their_line_numbers(
 
     from audit_records import record
 
-    from guard.audit import duck, report
-
+    from guard.audit.reports import duck, report
     monkeypatch.setattr(duck, "PIECE", 2000)
     lines = [json.dumps(record(i * 7.0, id=f"r{i:04d}", agent=f"a{i % 3}")) for i in range(300)]
     lines[150] = '{"id": "torn", "ts": "2026-01-0'
@@ -210,7 +209,7 @@ def test_edge_lines_give_the_python_engines_report(tmp_path: Path) -> None:
     import gzip
     import io
 
-    from guard.audit import duck
+    from guard.audit.reports import duck
 
     lines = _edge_lines(FAST_EDGE)
     text = "\n".join(lines) + "\n"
@@ -244,7 +243,7 @@ def test_marked_lines_are_found_with_their_numbers_and_text(tmp_path: Path) -> N
     however often it matches, with its number and its text as SQL holds it (no CR)."""
     if "duckdb" not in engines():
         pytest.skip("DuckDB is not installed (pip install 'guard[audit]')")
-    from guard.audit import duck
+    from guard.audit.reports import duck
 
     lines = [
         b'{"id":"a","x":[1,]}',  # 1: trailing comma
@@ -288,8 +287,7 @@ def test_a_large_log_is_read_into_a_database_file(
         pytest.skip("DuckDB is not installed (pip install 'guard[audit]')")
     import io
 
-    from guard.audit import duck, report
-
+    from guard.audit.reports import duck, report
     lines = _edge_lines(FAST_EDGE)
     log = tmp_path / "a.jsonl"
     log.write_text("\n".join(lines) + "\n", encoding="utf-8", errors="surrogatepass")
@@ -311,7 +309,7 @@ def test_blank_lines_keep_the_line_numbers_of_those_after_them(tmp_path: Path) -
         pytest.skip("DuckDB is not installed (pip install 'guard[audit]')")
     import io
 
-    from guard.audit import duck
+    from guard.audit.reports import duck
 
     lines = _edge_lines(['{"id":"b1","ts":"TS",BASE}', "", "   ", "\t", '{"id":"b2","ts":"TS",BASE}', "{torn"])
     (tmp_path / "blank.jsonl").write_text("\n".join(lines) + "\n\n")
@@ -343,7 +341,7 @@ def test_a_file_that_is_a_copy_of_another_adds_only_duplicates(tmp_path: Path) -
     got = {}
     for e in engines():
         got[e] = subprocess.run(
-            [sys.executable, "-m", "guard.cli", "audit", "--engine", e, *argv],
+            [sys.executable, "-m", "guard.cli.main", "audit", "--engine", e, *argv],
             input=text.encode(), capture_output=True, cwd=REPO, timeout=120,
         )  # fmt: skip
     assert got["duckdb"].stdout == got["python"].stdout
@@ -361,8 +359,7 @@ def test_copies_are_found_by_the_hash_of_their_id_and_told_apart_by_the_id(
         pytest.skip("DuckDB is not installed (pip install 'guard[audit]')")
     from audit_records import record
 
-    from guard.audit import duck, report
-
+    from guard.audit.reports import duck, report
     lines = [json.dumps(record(i * 13.0, id=f"s{i:04d}", agent=f"a{i % 5}")) for i in range(400)]
     (tmp_path / "a.jsonl").write_text("\n".join(lines) + "\n" + lines[7] + "\n")
     changed = [json.dumps(record(i * 13.0, id=f"s{i:04d}", agent="the-copy")) for i in range(0, 400, 3)]
@@ -443,8 +440,7 @@ def test_retry_runs_are_the_same_when_two_threads_share_a_hash(
         pytest.skip("DuckDB is not installed (pip install 'guard[audit]')")
     from audit_records import record
 
-    from guard.audit import queries, report
-
+    from guard.audit.reports import queries, report
     recs = [
         record(i * 40.0 + (i % 7) * 500, id=f"h{i:04d}", agent=f"a{i % 3}", thread=f"t{i % 4}",
                category=["publish", "mutate"][i % 2])
@@ -477,7 +473,7 @@ def test_retry_runs_with_refusals_at_one_time_are_the_python_engines(
 
     from audit_records import record
 
-    from guard.audit import report
+    from guard.audit.reports import report
 
     times = [0.0, 0.0, 0.0, 600.0, 600.0, 1200.001, 1200.001, 5000.0, 5000.0, 5000.0, 5600.0, 9000.0]
     recs = []
@@ -505,8 +501,7 @@ def test_the_small_tables_from_one_count_are_the_queries_rows(where: str | None)
         pytest.skip("DuckDB is not installed (pip install 'guard[audit]')")
     import io
 
-    from guard.audit import duck, queries
-
+    from guard.audit.reports import duck, queries
     params = {"top": 3}
     pairs = [
         (queries.TOP_RULE, queries.TOP_RULE_COUNTED),

@@ -11,7 +11,7 @@ from pathlib import Path
 import pytest
 from audit_records import FORBIDDEN
 
-from guard.audit import report
+from guard.audit.reports import report
 
 REPO = Path(__file__).resolve().parents[2]
 FLEET = REPO / "fixtures" / "audit" / "fleet.jsonl"
@@ -64,7 +64,7 @@ def test_fixture_report_is_inert_on_a_terminal(fleet: list[dict]) -> None:
         [
             sys.executable,
             "-c",
-            "import sys; from guard.audit.report import main; sys.exit(main(sys.argv[1:]))",
+            "import sys; from guard.audit.reports.report import main; sys.exit(main(sys.argv[1:]))",
             str(FLEET),
         ],
         capture_output=True,

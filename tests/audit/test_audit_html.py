@@ -15,7 +15,7 @@ from pathlib import Path
 import pytest
 from audit_records import FORBIDDEN, record, write_jsonl
 
-from guard.audit import report
+from guard.audit.reports import report
 
 REPO = Path(__file__).resolve().parents[2]
 FLEET = REPO / "fixtures" / "audit" / "fleet.jsonl"
@@ -46,7 +46,7 @@ def hostile_log(tmp_path: Path) -> Path:
 def render(tmp_path: Path, argv: list[str], engine: str, name: str = "page.html") -> str:
     page = tmp_path / name
     proc = subprocess.run(
-        [sys.executable, "-m", "guard.cli", "audit", "--engine", engine, *argv, "--html", str(page)],
+        [sys.executable, "-m", "guard.cli.main", "audit", "--engine", engine, *argv, "--html", str(page)],
         capture_output=True,
         cwd=REPO,
         timeout=120,

@@ -12,7 +12,7 @@ from audit_records import record
 
 import guard
 from guard.audit import log
-from guard.audit.redact import redact
+from guard.text.redact import redact
 
 GH = "A1b2C3d4E5f6G7h8I9j0K1l2M3n4O5p6Q7r8"
 

@@ -12,7 +12,7 @@ from pathlib import Path
 import pytest
 from audit_records import T0, record, write_jsonl
 
-from guard.audit import report
+from guard.audit.reports import report
 
 DAY = 86400.0
 REAL_POLICY_RULE_IDS = report.policy_rule_ids  # the autouse fixture stubs the attribute
@@ -311,7 +311,7 @@ def test_normalise_command_reads_programs_through_the_rule_sets_specs() -> None:
     """Which words are a program's subcommand and action, and which options take a value, come
     from the program specs (rules/programs/*.yaml): a spec added for a program changes how its
     commands fold, and a program without one has no subcommand."""
-    from guard.audit.ruleset import program_specs
+    from guard.audit.reports.ruleset import program_specs
     from guard.policy.programs import compile_specs
 
     shipped = dict(program_specs())
@@ -345,7 +345,7 @@ def test_normalise_command_reads_programs_through_the_rule_sets_specs() -> None:
 def test_normalise_command_reads_each_last_word_after_the_same_first_words(commands: list[tuple[str, str]]) -> None:
     """A fleet's commands differ mostly in their last word: what the first words leave is kept
     from one command to the next, and each command folds as if read alone, in either order."""
-    from guard.audit import normalise
+    from guard.audit.reports import normalise
 
     for order in (commands, commands[::-1], commands * 2):
         normalise._AFTER.clear()
@@ -366,8 +366,8 @@ def test_normalise_command_folds_each_simple_last_word_as_the_full_reading_does(
     """The folded form kept for the first words of a command (the same for every last word
     that folds into …) is what reading the whole command gives, for flags, subcommands, kept
     arguments and folded ones alike."""
-    from guard.audit import normalise
-    from guard.audit.ruleset import program_specs
+    from guard.audit.reports import normalise
+    from guard.audit.reports.ruleset import program_specs
 
     specs = program_specs()
     normalise._AFTER.clear()
@@ -380,7 +380,7 @@ def test_normalise_command_folds_each_simple_last_word_as_the_full_reading_does(
 
 def test_normalise_command_keeps_the_words_read_per_rule_set() -> None:
     """The same first words under another rule set's specs are read again."""
-    from guard.audit.ruleset import program_specs
+    from guard.audit.reports.ruleset import program_specs
     from guard.policy.programs import compile_specs
 
     shipped = dict(program_specs())
@@ -543,7 +543,7 @@ def test_rule_ids_are_the_refusing_rules_and_annotations_of_the_rule_set_in_forc
     )
     monkeypatch.setenv("XDG_CACHE_HOME", str(tmp_path / "cache"))
     monkeypatch.setenv("GUARD_RULES", str(mine))
-    from guard.audit import ruleset
+    from guard.audit.reports import ruleset
     from guard.ruleset import load
 
     load.forget()

@@ -27,7 +27,7 @@ rules:
 
 def guard(*argv: str, stdin: str | None = None) -> subprocess.CompletedProcess[str]:
     return subprocess.run(
-        [sys.executable, "-m", "guard.cli", *argv],
+        [sys.executable, "-m", "guard.cli.main", *argv],
         capture_output=True,
         text=True,
         cwd=REPO,

@@ -1,7 +1,7 @@
 """``guard check --jsonl`` as a long-running stream: one answer per line, in order, the id echoed
 whatever the line holds, and no line able to stall, kill or read the stream.
 
-Also the budgeted worker itself (guard/budget.py) with handlers that loop, sleep, allocate and
+Also the budgeted worker itself (guard/system/budget.py) with handlers that loop, sleep, allocate and
 crash: each costs only its own line.
 """
 
@@ -18,8 +18,8 @@ from pathlib import Path
 
 import pytest
 
-from guard import budget
-from guard.cli_check import partial_answer, salvage_id
+from guard.cli.check import partial_answer, salvage_id
+from guard.system import budget
 from tests.cli import fuzzgen
 from tests.conftest import guard_bin
 
@@ -357,7 +357,8 @@ def test_a_looping_request_ends_though_nobody_polls() -> None:
 _SLOW_FIRST = """
 import sys, time
 from pathlib import Path
-from guard import budget, cli_check
+from guard.system import budget
+from guard.cli import check as cli_check
 flag = Path(sys.argv[1])
 def handle(req):
     while req == b'{"command": "slow"}' and not flag.exists():
@@ -411,7 +412,8 @@ def test_a_slow_line_stops_the_reading_not_the_memory(tmp_path: Path) -> None:
 
 _BUSY_EACH = """
 import sys, time
-from guard import budget, cli_check
+from guard.system import budget
+from guard.cli import check as cli_check
 def handle(req):
     t = time.perf_counter() + 0.0001
     while time.perf_counter() < t:
@@ -449,7 +451,8 @@ def test_answers_flow_out_while_a_burst_is_still_being_answered() -> None:
 
 _TWO_SLOW = """
 import json, sys, time
-from guard import budget, cli_check
+from guard.system import budget
+from guard.cli import check as cli_check
 def handle(req):
     obj = json.loads(req)
     if obj["command"].startswith("sleep:"):

@@ -21,7 +21,7 @@ PREFIX = b"[guard] "
 
 def guard_annotate(args: list[str], env: dict[str, str], cwd: Path, timeout: float = 90) -> subprocess.CompletedProcess:
     return subprocess.run(
-        [sys.executable, "-m", "guard.act.annotate_cmd", "--", *args],
+        [sys.executable, "-m", "guard.cli.annotate", "--", *args],
         env=env, cwd=cwd, capture_output=True, timeout=timeout,
     )
 
@@ -111,7 +111,7 @@ def test_git_clone_public_stays_quiet(git_server: GitServer, env, tmp_path: Path
 
 
 def test_git_through_nested_guards_annotates_once(git_server: GitServer, env, tmp_path: Path) -> None:
-    inner = [sys.executable, "-m", "guard.act.annotate_cmd", "--", "git", "ls-remote", git_server.url("private.git")]
+    inner = [sys.executable, "-m", "guard.cli.annotate", "--", "git", "ls-remote", git_server.url("private.git")]
     r = guard_annotate(inner, env, tmp_path)
     assert r.returncode == 128
     assert len(annotations(r.stderr)) == 1
@@ -149,7 +149,7 @@ def git_version() -> str:
 def test_guard_shell_annotates_a_literal_git_command_it_runs_without_bash(git_server: GitServer, env,
                                                                           tmp_path: Path) -> None:
     """`git ls-remote URL` is one program and literal words: guard-shell spawns git itself, as
-    bash would have exec'd it (guard.simple_exec), and still relays and annotates its stderr."""
+    bash would have exec'd it (guard.shell.simple_exec), and still relays and annotates its stderr."""
     shell = Path(sys.executable).with_name("guard-shell")
     if not shell.exists():
         pytest.skip("guard-shell is not installed beside this Python")

@@ -22,7 +22,7 @@ SAMPLES = samples()
 
 def guard_launcher() -> list[str]:
     exe = Path(sys.executable).parent / "guard"
-    return [str(exe)] if exe.exists() else [sys.executable, "-m", "guard.cli"]
+    return [str(exe)] if exe.exists() else [sys.executable, "-m", "guard.cli.main"]
 
 
 @pytest.fixture(scope="module")

@@ -155,7 +155,7 @@ def base_env(tmp: Path) -> dict[str, str]:
 
 
 def guard_annotate(argv: list[str], env: dict[str, str], cwd: Path, timeout: float = 240):
-    return subprocess.run([sys.executable, "-m", "guard.act.annotate_cmd", "--", *argv],
+    return subprocess.run([sys.executable, "-m", "guard.cli.annotate", "--", *argv],
                           env=env, cwd=cwd, capture_output=True, timeout=timeout)
 
 

@@ -10,11 +10,11 @@ from pathlib import Path
 import pytest
 
 from guard import parse, policy, resolve
+from guard.cli import rules as authoring
 from guard.context import Context
 from guard.engine import analyze
 from guard.policy.facts import facts_for
 from guard.policy.programs import compile_spec, read
-from guard.ruleset import cli as authoring
 from guard.ruleset import compile as rcompile
 from guard.ruleset import layers as rlayers
 from guard.ruleset import load as loader
@@ -93,7 +93,7 @@ def test_the_gitlab_pack_allows_reads(command) -> None:
 
 
 def test_no_python_module_of_the_pipeline_names_gitlab_or_glab() -> None:
-    # guard/audit/report.py's command normaliser keeps its own table of subcommand depths (glab
+    # guard/audit/reports/report.py's command normaliser keeps its own table of subcommand depths (glab
     # among them); it reads logs, not commands, and is left to the audit work.
     root = Path(authoring.__file__).resolve().parents[1]
     named = [str(p) for p in root.rglob("*.py") if p.parent.name != "audit"

@@ -4,8 +4,8 @@ from __future__ import annotations
 
 import itertools
 
-from guard import paths
 from guard.ir import UNKNOWN
+from guard.resolve import paths
 
 
 def test_every_short_path_normalises_as_the_component_fold_does() -> None:

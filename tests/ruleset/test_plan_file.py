@@ -10,8 +10,8 @@ from pathlib import Path
 
 import pytest
 
-from guard import precheck
 from guard.ruleset import derived
+from guard.shell import precheck
 
 
 @pytest.fixture(autouse=True)

@@ -10,9 +10,9 @@ from pathlib import Path
 
 import pytest
 
-from guard import precheck
 from guard.context import Context
 from guard.ruleset import load
+from guard.shell import precheck
 
 RULE = ("rules:\n  - id: no-%s\n    category: publish\n"
         "    message: \"Refused: {what}. It publishes; use the tools.\"\n"

@@ -22,9 +22,9 @@ from pathlib import Path
 
 import pytest
 
-from guard import shell
 from guard.ruleset import load as rload
 from guard.serve import client
+from guard.shell import main as shell
 from tests.conftest import REPO, guard_bin
 
 PROJECTS = str(REPO / "fixtures" / "projects")
@@ -385,8 +385,8 @@ def test_a_symlink_repointed_between_requests_is_followed_afresh(sock: str, tmp_
 
 
 def test_forget_empties_the_caches_that_rest_on_the_filesystem() -> None:
-    from guard import paths
     from guard.policy import facts
+    from guard.resolve import paths
     from guard.serve import server
 
     server._CACHES[:] = server._guard_caches()
@@ -840,7 +840,7 @@ WORKER_PROBE = r'''
 import json, os, re._compiler, sys
 from guard.serve import server
 server.warm_up()
-from guard import shell
+from guard.shell import main as shell
 from guard import policy
 compiled = []
 real = re._compiler.compile
@@ -910,7 +910,7 @@ def _launcher_code() -> str:
             f"*sys.argv[1:]]\nexec(compile(open(sys.argv[0]).read(), sys.argv[0], 'exec'))")
 
 
-# What the analysed path of guard-shell must not load (guard.sysenv says why): os with what it pulls
+# What the analysed path of guard-shell must not load (guard.system.sysenv says why): os with what it pulls
 # in, __future__ (a file), and the shared libraries only a busy relay or a terminal needs.
 NOT_ON_THE_ANALYSED_PATH = ("os", "_collections_abc", "posixpath", "stat", "__future__", "errno", "fcntl", "termios")
 
@@ -929,16 +929,16 @@ def test_the_launcher_asks_once_without_os_and_guard_shell_uses_its_reply(sock: 
     assert "_socket" in imports and "guard.act.relay" in imports, imports  # asked, then run under the relay
     assert not set(NOT_ON_THE_ANALYSED_PATH) & set(imports), imports
     assert "guard.engine" not in imports  # answered by the server, not analysed here
-    # run on the reply by guard.shell_decide: guard.shell's other modes are not loaded
-    assert not {"guard.shell", "guard.shell_args"} & set(imports), imports
+    # run on the reply by guard.shell.decide: guard.shell.main's other modes are not loaded
+    assert not {"guard.shell.main", "guard.shell.args"} & set(imports), imports
     refused = _run_launcher(["-c", "git push origin HEAD"], env, tree, "-X", "importtime")
     imports = [ln.rsplit("|", 1)[1].strip() for ln in refused.stderr.splitlines() if ln.startswith("import time:")]
     assert not set(NOT_ON_THE_ANALYSED_PATH) & set(imports), imports
-    assert not {"guard.shell", "guard.shell_args"} & set(imports), imports
+    assert not {"guard.shell.main", "guard.shell.args"} & set(imports), imports
     refused.stderr = "".join(ln + "\n" for ln in refused.stderr.splitlines() if not ln.startswith("import time:"))
     assert refused.returncode == shell.REFUSED_STATUS and refused.stderr.startswith("Refused: git push."), refused
     assert [r[0] for r in _audit(tmp_path / "a.jsonl")] == ["git push origin HEAD"]  # logged once
-    # one request per command: the launcher's; guard.shell did not ask again
+    # one request per command: the launcher's; guard.shell.main did not ask again
     assert wait_for(lambda: client.answered(sock) == before + 2), (client.answered(sock), before)
     time.sleep(0.3)
     assert client.answered(sock) == before + 2

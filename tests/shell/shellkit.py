@@ -35,7 +35,7 @@ def write_fake_guard_shell(bindir: Path) -> str:
         f"sys.path.insert(0, {str(HERE)!r})\n"
         "import fake_engine\n"
         "fake_engine.install()\n"
-        "from guard.shell import main\n"
+        "from guard.shell.main import main\n"
         "main()\n"
     )
     path.chmod(0o755)

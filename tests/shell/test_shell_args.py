@@ -8,11 +8,11 @@ import time
 import pytest
 
 import guard.engine
-from guard import shell_decide
 from guard.ir import Verdict
-from guard.shell_args import parse_args
-from guard.shell_interactive import _shell_args, init_script, is_complete
-from guard.shell_state import ends_with_continuation, parse_state
+from guard.shell import decide as shell_decide
+from guard.shell.args import parse_args
+from guard.shell.interactive import _shell_args, init_script, is_complete
+from guard.shell.session import ends_with_continuation, parse_state
 
 
 @pytest.mark.parametrize(
@@ -182,7 +182,7 @@ def test_session_shell_args() -> None:
 
 
 def test_partial_marker_len() -> None:
-    from guard.shell_interactive import partial_marker_len
+    from guard.shell.interactive import partial_marker_len
 
     m = (b"\x1b]777;guard-sync;ab\x07", b"\x1b]777;guard-ready;ab\x07")
     assert partial_marker_len(b"started\r\n", m) == 0

@@ -173,7 +173,7 @@ def test_ten_megabyte_dash_c_string_gets_a_clear_error(sandbox) -> None:
     # that got past that limit would; bash itself cannot be started with it either.
     code = (
         f"import sys; sys.path.insert(0, {str(shellkit.HERE)!r}); import fake_engine; fake_engine.install();"
-        "from guard.shell import run; sys.exit(run(['-c', 'echo ' + 'x' * 10_000_000]))"
+        "from guard.shell.main import run; sys.exit(run(['-c', 'echo ' + 'x' * 10_000_000]))"
     )
     p = subprocess.run([sys.executable, "-c", code], capture_output=True, timeout=120, cwd=sandbox["scratch"])
     assert p.returncode == 126
@@ -226,9 +226,9 @@ def test_environment_is_untouched(fake_shell: str, sandbox) -> None:
 def test_hot_path_imports_stay_light(fake_shell: str, sandbox) -> None:
     p = run(fake_shell, ["-c", "true"], sandbox, PYTHONPROFILEIMPORTTIME="1")
     imported = {line.split("|")[-1].strip() for line in p.stderr.decode().splitlines() if "|" in line}
-    for heavy in ("yaml", "bashlex", "pexpect", "subprocess", "tree_sitter", "guard.shell_interactive"):
+    for heavy in ("yaml", "bashlex", "pexpect", "subprocess", "tree_sitter", "guard.shell.interactive"):
         assert heavy not in imported, heavy
-    assert "guard.shell" in imported
+    assert "guard.shell.main" in imported
 
 
 def test_no_python_traceback_on_bad_cwd(fake_shell: str, sandbox) -> None:
