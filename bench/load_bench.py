@@ -25,7 +25,7 @@ import threading
 import time
 from pathlib import Path
 
-from guard.serve import client
+from guard.shell import client
 
 try:
     from guard.shell.launch import plain_command

@@ -56,8 +56,7 @@ def main() -> None:
     env = {k: v for k, v in os.environ.items() if not k.startswith("GUARD_")}
     env.update(GUARD_TREE=str(root / "tree"), GUARD_AUDIT_LOG=str(root / "audit.jsonl"))
     os.environ.update(env)
-    from guard.serve import client, wire
-
+    from guard.shell import client, wire
     sock = client.socket_path(env)
     assert sock
     subprocess.run([a.shell, "-c", COMMAND], env=env, capture_output=True)
@@ -95,7 +94,7 @@ def main() -> None:
 
     # guard-shell's order: the launcher sends the request first (posix, _socket, the client),
     # then imports guard.shell.main and the relay while the worker analyses
-    first, second = "guard.shell.launch, guard.serve.client, _socket", "guard.shell.decide, guard.act.relay"
+    first, second = "guard.shell.launch, guard.shell.client, _socket", "guard.shell.decide, guard.act.relay"
     launcher = added(importing("guard.shell.launch"), importing(None))
     rows.append(("import the launcher (the plain path's cost)", launcher))
     client_cost = added(importing(first), importing("guard.shell.launch"))

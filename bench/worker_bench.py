@@ -59,7 +59,8 @@ def measure(repo: str, runs: int, rules: str | None, instructions: bool = False,
     sys.path.insert(0, repo)
     import time
 
-    from guard.serve import client, server
+    from guard.serve import server
+    from guard.shell import client
     from guard.shell import main as shell
 
     server.warm_up()

@@ -122,7 +122,7 @@ def main() -> None:
         h, g = statistics.median(hook_t[1:]) * 1000, statistics.median(shell_t[1:]) * 1000
         print(f"\nguard hook claude (answer only, the command is not run): {h:.1f} ms; "
               f"guard-shell -c (analysis and run): {g:.1f} ms")
-        from guard.serve import client
+        from guard.shell import client
 
         path = client.socket_path(env)
         if path:

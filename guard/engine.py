@@ -2,9 +2,10 @@
 
 from __future__ import annotations
 
-from guard import parse, policy, resolve
+from guard import parse, resolve
 from guard.context import Context
 from guard.ir import Verdict
+from guard.policy import classify as classifier
 from guard.ruleset.load import load_for
 
 # The stages are imported with this module, not on each call: an import statement in a function
@@ -18,7 +19,7 @@ def analyze(command: str, ctx: Context) -> Verdict:
     means (guard-shell fails open unless GUARD_FAIL=closed; guard check reports it).
     """
     rules = load_for(ctx)
-    ctx = policy.effective_context(ctx, rules)
+    ctx = classifier.effective_context(ctx, rules)
     script = parse.parse(command)
     resolution = resolve.resolve(script, ctx, parse.parse)  # the parse stage reads built code again
-    return policy.classify(script, resolution, ctx, rules)
+    return classifier.classify(script, resolution, ctx, rules)

@@ -51,7 +51,7 @@ def _stop_analysis_servers() -> Iterator[None]:
     """guard-shell runs start this checkout's analysis server (guard.serve); stop it when the
     session ends so no test leaves a process behind."""
     yield
-    from guard.serve import client
+    from guard.shell import client
 
     for env in (os.environ, {}):
         path = client.socket_path(env)
@@ -70,3 +70,19 @@ def _records_stay_frozen(request: pytest.FixtureRequest) -> Iterator[None]:
     yield
     if request.node.get_closest_marker("assigns_records") is None:
         assert not record.REFUSED, f"frozen records assigned to: {record.REFUSED[:5]}"
+
+
+@pytest.fixture
+def isolated_rules(tmp_path, monkeypatch):
+    """A private rule cache and no rule-related environment: each test compiles what it writes."""
+    from guard.ruleset import load as loader
+
+    monkeypatch.setenv("XDG_CACHE_HOME", str(tmp_path / "cache"))
+    for name in ("GUARD_RULES", "GUARD_CONFIG", "GUARD_TREE", "GUARD_ROLE", "GUARD_ROUTE"):
+        monkeypatch.delenv(name, raising=False)
+    loader._said.clear()
+    monkeypatch.setattr(loader, "_memo", {})
+    monkeypatch.setattr(loader, "_warned", False)
+    monkeypatch.setattr(loader, "_loaded", {})
+    monkeypatch.setattr(loader, "_stamped", {})
+    monkeypatch.setattr(loader, "_reused", set())

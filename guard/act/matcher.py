@@ -27,6 +27,8 @@ match instead: the URL on the last "cloning …" line before a failure is the on
 
 from __future__ import annotations
 
+from guard.ruleset.patterns import compile_pattern, re2_options  # noqa: F401 - the annotator's callers use both
+
 TYPE_CHECKING = False
 if TYPE_CHECKING:  # typing and collections.abc cost ~2-7 ms to import on the command path
     from collections.abc import Sequence
@@ -43,36 +45,11 @@ LITERAL_GROUP = 20
 LITERAL_SLICE = 1 << 16  # searched a slice at a time: the list of occurrences stays small
 
 
-def re2_options() -> Any:
-    import re2
-
-    opts = re2.Options()
-    opts.log_errors = False
-    opts.never_nl = True
-    return opts
-
-
 def _source(rx: Any) -> str:
     pat = rx.pattern
     if isinstance(pat, bytes):
         pat = pat.decode("utf-8", "replace")
     return pat[4:] if pat.startswith("(?m)") else pat
-
-
-def compile_pattern(pattern: str) -> Any:
-    """Compile one rule pattern (bytes, multi-line anchors, never across a newline).
-
-    Raises ``ValueError`` with RE2's reason when RE2 rejects it (backreferences, lookaround …).
-    """
-    import re2
-
-    try:
-        return re2.compile(b"(?m)" + pattern.encode("utf-8"), re2_options())
-    except re2.error as e:
-        reason = e.args[0] if e.args else e
-        if isinstance(reason, bytes):
-            reason = reason.decode("utf-8", "replace")
-        raise ValueError(str(reason)) from None
 
 
 def needles(pattern: str) -> tuple[bytes, ...] | None:

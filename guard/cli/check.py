@@ -529,16 +529,17 @@ class Explanation:
 
 
 def explanation(command: str, ctx: Context) -> Explanation:
-    from guard import parse, policy, resolve
+    from guard import parse, resolve
+    from guard.policy import classify as classifier
     from guard.policy.facts import facts_for
     from guard.ruleset.load import load_for
 
     rs = load_for(ctx)
-    ctx = policy.effective_context(ctx, rs)
+    ctx = classifier.effective_context(ctx, rs)
     script = parse.parse(command)
     res = resolve.resolve(script, ctx, parse.parse)
-    v = policy.classify(script, res, ctx, rs)
-    world = policy.world_of(ctx, rs)
+    v = classifier.classify(script, res, ctx, rs)
+    world = classifier.world_of(ctx, rs)
     facts = tuple(ordered_facts(facts_for(inv, world)) for inv in v.invocations)
     return Explanation(command, ctx, script.parser, script.error, v, facts)
 

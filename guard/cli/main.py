@@ -67,7 +67,7 @@ def main(argv: list[str] | None = None) -> None:
         elif sub == "rules":
             code = cmd_rules(rest)
         elif sub == "server":
-            from guard.serve.client import main as server
+            from guard.shell.client import main as server
 
             code = server(rest)
         elif sub == "hook":

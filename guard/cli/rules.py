@@ -54,8 +54,8 @@ def _mine(t: Target, name: str) -> bool:
 
 def _typed(annotations: list[dict[str, Any]]) -> list[Any]:
     """The checked annotations as the annotator runs them."""
-    from guard.act.matcher import compile_pattern
     from guard.ruleset.annotations import typed
+    from guard.ruleset.patterns import compile_pattern
 
     return [typed(d, compile_pattern) for d in annotations]
 

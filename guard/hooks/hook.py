@@ -151,7 +151,7 @@ def _served(host: Host, call: Call, cwd: str, env: Mapping[str, str]) -> tuple[b
     get it; the server's worker logs a refusal with the host and session from GUARD_CLIENT and
     GUARD_SESSION. None: no server (one is started for the next call), or it is turned off."""
     try:
-        from guard.serve import client
+        from guard.shell import client
 
         if not client.enabled(env) or "\x00" in call.command:
             return None

@@ -12,9 +12,10 @@ from collections.abc import Mapping
 from functools import lru_cache
 
 from guard.ir import UNKNOWN, Invocation
-from guard.policy.programs import Reading, Spec, read, reader_facts, spec_for
 from guard.record import dataclass
 from guard.resolve import paths
+from guard.ruleset.model import Forge
+from guard.ruleset.programs import Reading, Spec, read, reader_facts, spec_for
 
 TYPE_CHECKING = False
 if TYPE_CHECKING:
@@ -27,16 +28,6 @@ _RSYNC_EXCLUDES_GIT = re.compile(r"--exclude[= ]\.git\b|--exclude[= ]\*?/?\.git"
 
 
 NO_SPEC_READER = Spec("", subcommand=False)
-
-
-@dataclass(frozen=True, slots=True)
-class Forge:
-    """A code host whose HTTP writes are publishing (config ``forges``)."""
-
-    name: str
-    hosts: tuple[str, ...]
-    api_paths: tuple[str, ...]  # on any host: ending in / a prefix, else the whole path
-    token_paths: tuple[str, ...]  # token endpoints: a POST there asks for a token, it publishes nothing
 
 
 @dataclass(frozen=True, slots=True)

@@ -103,7 +103,7 @@ def load_rules(
 def load_with_problems(
     paths: Iterable[str | os.PathLike[str]], *, env: Mapping[str, str] | None = None, cache: bool = True
 ) -> tuple[list[StderrRule], list[str]]:
-    from guard.act.matcher import compile_pattern
+    from guard.ruleset.patterns import compile_pattern
 
     env = os.environ if env is None else env
     rules: list[StderrRule] = []

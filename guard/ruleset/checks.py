@@ -123,7 +123,7 @@ def rule_problems(e: Entry, effective: Mapping[str, Any], tools: Mapping[str, An
 
 def _impossible_facts(e: Entry, m: Mapping[str, Any], specs: Mapping[str, Any]) -> list[Diagnostic]:
     """A match key that no program the rule names can ever have: the rule would never match."""
-    from guard.policy.programs import ALL_FACTS, possible_facts, spec_for  # what each spec can give
+    from guard.ruleset.programs import ALL_FACTS, possible_facts, spec_for  # what each spec can give
 
     names = m.get("program")
     names = names if isinstance(names, list) else [names]
@@ -164,7 +164,7 @@ def annotation_problems(doc: Doc, index: int, item: Mapping[str, Any], tools: Ma
     """What the schema cannot say about one annotation (``annotations[index]``, schema-valid):
     patterns RE2 rejects, a message placeholder no pattern fills, an unknown ``tool`` (when the
     config's ``tools`` are given) or ``supersedes`` id (when the ids in effect are given)."""
-    from guard.act.matcher import compile_pattern  # the annotator's own reading of a pattern
+    from guard.ruleset.patterns import compile_pattern  # the annotator's own reading of a pattern
 
     out: list[Diagnostic] = []
     p = ("annotations", index)

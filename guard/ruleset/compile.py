@@ -95,7 +95,7 @@ def compile_files(layers: list[Layer], *, examples: str = "all", skip: frozenset
                     if isinstance(r, dict):
                         entries.append(Entry(r, doc, i, n, layer.shipped, ("rules", i) not in bad))
     tools = config.get("tools") if isinstance(config.get("tools"), dict) else {}
-    from guard.policy.programs import compile_specs
+    from guard.ruleset.programs import compile_specs
 
     specs = compile_specs(programs)
     effective: dict[str, dict[str, Any]] = {}

@@ -16,8 +16,8 @@ if TYPE_CHECKING:
     from collections.abc import Iterable, Mapping
     from typing import Any
 
-    from guard.policy.facts import Forge
-    from guard.policy.programs import Spec
+    from guard.ruleset.model import Forge
+    from guard.ruleset.programs import Spec
 
 
 class Derived:
@@ -27,7 +27,7 @@ class Derived:
                  "writes", "default_exempt", "trees")
 
     def __init__(self, rs: RuleSet) -> None:
-        from guard.policy.programs import READER_FACTS, compile_specs  # what each program's argv gives
+        from guard.ruleset.programs import READER_FACTS, compile_specs  # what each program's argv gives
 
         self.rs = rs
         self.forges: tuple[Forge, ...] = forges_of(rs.config)
@@ -55,7 +55,7 @@ def derived(rs: RuleSet) -> Derived:
 
 def forges_of(config: Mapping[str, Any]) -> tuple[Forge, ...]:
     """The config's ``forges``; a forge's hosts may also be given as ``<name>_hosts``."""
-    from guard.policy.facts import Forge
+    from guard.ruleset.model import Forge
 
     out = []
     for name, f in (config.get("forges") or {}).items():

@@ -54,12 +54,13 @@ def example_context(ex: Any) -> tuple[str, Any]:
 def analyze_with(command: str, ctx: Any, rs: RuleSet) -> tuple[Any, Any, Any]:
     """parse → resolve → classify with a given rule set (what guard.engine.analyze does with the
     loaded one); (verdict, resolution, context)."""
-    from guard import parse, policy, resolve  # the real pipeline, with this rule set
+    from guard import parse, resolve  # the real pipeline, with this rule set
+    from guard.policy import classify as classifier
 
-    ctx = policy.effective_context(ctx, rs)
+    ctx = classifier.effective_context(ctx, rs)
     script = parse.parse(command)
     res = resolve.resolve(script, ctx, parse.parse)
-    return policy.classify(script, res, ctx, rs), res, ctx
+    return classifier.classify(script, res, ctx, rs), res, ctx
 
 
 def _facts_text(facts: Mapping[str, Any]) -> str:
@@ -130,10 +131,10 @@ def judge_example(rule: Mapping[str, Any], kind: str, command: str, ctx: Any, rs
 
 
 def _invocation_facts(res: Any, ctx: Any, rs: RuleSet) -> list[tuple[Any, dict[str, Any]]]:
-    from guard import policy
+    from guard.policy import classify as classifier
     from guard.policy.facts import facts_for
 
-    world = policy.world_of(ctx, rs)
+    world = classifier.world_of(ctx, rs)
     return [(inv, facts_for(inv, world)) for inv in res.invocations]
 
 

@@ -87,3 +87,11 @@ class StderrRule:
         return True
 
 
+@dataclass(frozen=True, slots=True)
+class Forge:
+    """A code host whose HTTP writes are publishing (config ``forges``)."""
+
+    name: str
+    hosts: tuple[str, ...]
+    api_paths: tuple[str, ...]  # on any host: ending in / a prefix, else the whole path
+    token_paths: tuple[str, ...]  # token endpoints: a POST there asks for a token, it publishes nothing

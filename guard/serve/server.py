@@ -39,7 +39,7 @@ import time
 from collections.abc import Callable
 
 from guard import warmup
-from guard.serve import client, wire
+from guard.shell import client, wire
 
 TYPE_CHECKING = False
 if TYPE_CHECKING:

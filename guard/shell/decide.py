@@ -254,7 +254,7 @@ def served_reply() -> "tuple[bytes, bytes] | None":
         import guard.act.relay  # noqa: F401
     except Exception:  # noqa: BLE001 - launch reports a broken relay in its own way
         pass
-    from guard.serve import client
+    from guard.shell import client
 
     return client.receive(launcher.pending)  # type: ignore[arg-type]
 

@@ -188,7 +188,7 @@ def send_early(args: "Sequence[str]") -> None:
     if signal.getsignal(signal.SIGINT) is signal.default_int_handler:
         signal.signal(signal.SIGINT, signal.SIG_DFL)
     try:
-        from guard.serve import client
+        from guard.shell import client
 
         own = posix.environ
         where = client.text_env(own)

@@ -331,7 +331,7 @@ def served_decision(args: list[str], text: str, cwd: str | None, parsed: ShellAr
         # none it could use, so decide here rather than ask the server a second time
         return None
     try:
-        from guard.serve import client
+        from guard.shell import client
 
         environ = sysenv.environ()
         functions = exported_functions(environ)

@@ -111,7 +111,7 @@ def size_mtime(path: str) -> tuple[int, int]:
 
 def plan_file(extra: tuple[str, ...], config_path: str | None) -> str:
     """One plan per install and rule layering, named by a hash computed in C without hashlib
-    (the bytes as one number modulo a 64-bit prime; ``guard.serve.client.short_hash``): a
+    (the bytes as one number modulo a 64-bit prime; ``guard.shell.client.short_hash``): a
     byte-by-byte loop in Python took 30 us of every command."""
     data = "\0".join((HERE, *extra, "\1", config_path or "")).encode("utf-8", "surrogateescape") + b"\x01"
     return f"{cache_root()}/precheck-{int.from_bytes(data, 'little') % 0xFFFFFFFFFFFFFFC5:016x}.marshal"

@@ -312,7 +312,7 @@ def test_normalise_command_reads_programs_through_the_rule_sets_specs() -> None:
     from the program specs (rules/programs/*.yaml): a spec added for a program changes how its
     commands fold, and a program without one has no subcommand."""
     from guard.audit.reports.ruleset import program_specs
-    from guard.policy.programs import compile_specs
+    from guard.ruleset.programs import compile_specs
 
     shipped = dict(program_specs())
     assert report.normalise_command("npm install left-pad", specs=shipped) == "npm …"
@@ -381,7 +381,7 @@ def test_normalise_command_folds_each_simple_last_word_as_the_full_reading_does(
 def test_normalise_command_keeps_the_words_read_per_rule_set() -> None:
     """The same first words under another rule set's specs are read again."""
     from guard.audit.reports.ruleset import program_specs
-    from guard.policy.programs import compile_specs
+    from guard.ruleset.programs import compile_specs
 
     shipped = dict(program_specs())
     npm = {**shipped, **compile_specs({"npm": {"what_action": ["run"]}})}

@@ -252,7 +252,7 @@ def test_the_analysis_server_answers_the_same_and_logs_once(tmp_path: Path) -> N
             assert (proc.returncode, proc.stdout) == (0, b"")
         assert len(set(answers)) == 1
     finally:
-        from guard.serve import client
+        from guard.shell import client
 
         path = client.socket_path({"XDG_RUNTIME_DIR": str(run_dir)})
         if path:

@@ -74,7 +74,7 @@ def world(tmp_path_factory: pytest.TempPathFactory) -> Iterator[dict]:
 def stop_server(env: dict) -> None:
     """Stop the analysis server the runs under ``env`` started (its socket is in their
     XDG_RUNTIME_DIR), so no test leaves one behind."""
-    from guard.serve import client
+    from guard.shell import client
 
     path = client.socket_path(env)
     if path:

@@ -7,9 +7,9 @@ from __future__ import annotations
 import json
 from pathlib import Path
 
-import guard.policy as policy
 from guard import engine
 from guard.context import Context
+from guard.policy import classify as classifier
 from guard.ruleset.load import load_for
 
 FIXTURES = Path(__file__).resolve().parents[2] / "fixtures" / "commands"
@@ -18,12 +18,12 @@ CTX = Context.from_environ(cwd="/workspace/app", trees=("/workspace",), env={"HO
 
 def _every_rule(compiled, program, refusals, facts):  # type: ignore[no-untyped-def]
     """The refusing rules as classify tried them before the index: each one's gate tested."""
-    return [r for r in refusals if r[4] is None or policy._gate_passes(facts.get(r[4]), r[5])]
+    return [r for r in refusals if r[4] is None or classifier._gate_passes(facts.get(r[4]), r[5])]
 
 
 def test_a_git_invocation_meets_only_the_rules_its_subcommand_passes() -> None:
     engine.analyze("git log -1", CTX)
-    compiled = policy._compiled(load_for(CTX))
+    compiled = classifier._compiled(load_for(CTX))
     names, by_values = compiled.passing["git"]
     assert "subcommand" in names
     allows, refusals, _ = compiled.by_program["git"]
@@ -39,5 +39,5 @@ def test_the_index_gives_the_verdicts_of_trying_every_rule(monkeypatch) -> None:
     commands = [d["command"] for d in lines if "/proc/" not in d["command"]]
     commands += ["git -c alias.x=push x", "git --version", "gh api -X POST /x"]
     indexed = [engine.analyze(c, CTX) for c in commands]
-    monkeypatch.setattr(policy, "_passing", _every_rule)
+    monkeypatch.setattr(classifier, "_passing", _every_rule)
     assert [engine.analyze(c, CTX) for c in commands] == indexed

@@ -87,7 +87,8 @@ def test_shipped_config_and_rules_fit_their_schemas():
 
 def test_every_fact_the_engine_computes_is_known_to_the_match_schema():
     """Run the labelled commands through the engine and collect the facts of every invocation."""
-    from guard import parse, policy, resolve
+    from guard import parse, resolve
+    from guard.policy import classify as classifier
     from guard.policy.facts import facts_for
 
     rows = [json.loads(x) for x in (REPO / "fixtures/commands/labelled.jsonl").read_text().splitlines()]
@@ -95,10 +96,10 @@ def test_every_fact_the_engine_computes_is_known_to_the_match_schema():
     seen: set[str] = set()
     for r in rows:
         ctx = Context(cwd=r.get("cwd", "/workspace/app"), trees=("/workspace",), env={"HOME": "/root", **r.get("env", {})})
-        ctx = policy.effective_context(ctx, rs)
+        ctx = classifier.effective_context(ctx, rs)
         res = resolve.resolve(parse.parse(r["command"]), ctx)
         for inv in res.invocations:
-            seen.update(facts_for(inv, policy.world_of(ctx, rs)))
+            seen.update(facts_for(inv, classifier.world_of(ctx, rs)))
     match = rschema.schema("command-rules")["$defs"]["match"]["properties"]
     assert len(seen) > 20
     assert seen - set(match) == set()

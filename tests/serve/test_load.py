@@ -13,7 +13,7 @@ from pathlib import Path
 
 import pytest
 
-from guard.serve import client
+from guard.shell import client
 from tests.conftest import BIN, REPO
 
 sys.path.insert(0, str(REPO / "bench"))

@@ -23,7 +23,7 @@ from pathlib import Path
 import pytest
 
 from guard.ruleset import load as rload
-from guard.serve import client
+from guard.shell import client
 from guard.shell import main as shell
 from tests.conftest import REPO, guard_bin
 
@@ -214,7 +214,7 @@ def test_guard_server_status_and_stop(sock: str) -> None:
 FAKE_SERVER = r"""
 import os, socket, sys
 sys.path.insert(0, sys.argv[2])
-from guard.serve import wire
+from guard.shell import wire
 path = sys.argv[1]
 s = socket.socket(socket.AF_UNIX, socket.SOCK_STREAM)
 s.bind(path)
@@ -841,13 +841,13 @@ import json, os, re._compiler, sys
 from guard.serve import server
 server.warm_up()
 from guard.shell import main as shell
-from guard import policy
+from guard.policy import classify as classifier
 compiled = []
 real = re._compiler.compile
 re._compiler.compile = lambda p, flags=0: compiled.append(str(p)[:60]) or real(p, flags)
 conditions = []  # the rules' match blocks compiled for a program name met for the first time
-real_cond = policy.compile_cond
-policy.compile_cond = lambda cond: conditions.append(str(cond)[:60]) or real_cond(cond)
+real_cond = classifier.compile_cond
+classifier.compile_cond = lambda cond: conditions.append(str(cond)[:60]) or real_cond(cond)
 before = set(sys.modules)
 env = {"HOME": "/root", "PATH": "/usr/bin:/bin", "GUARD_TREE": "/workspace", "GUARD_AUDIT_LOG": sys.argv[1]}
 os.dup2(os.open(os.devnull, os.O_WRONLY), 2)
@@ -991,7 +991,7 @@ def test_a_ctrl_c_while_the_launcher_waits_for_a_busy_server_ends_it_like_bash(s
                              f"def slow(conn, *a):\n    open({str(taken)!r}, 'w').close()\n    time.sleep(30)\n"
                              "    return _serve(conn, *a)\nserver.serve_one = slow\n")
     # the launcher as guard-shell's -IS start runs it, told to wait long for READY (a busy server)
-    code = (f"import sys\nsys.path.insert(0, {str(REPO)!r})\nimport guard.serve.client as c\nc.READY_TIMEOUT = 60\n"
+    code = (f"import sys\nsys.path.insert(0, {str(REPO)!r})\nimport guard.shell.client as c\nc.READY_TIMEOUT = 60\n"
             f"sys.argv = [{str(REPO / 'bin' / 'guard-shell')!r}, *sys.argv[1:]]\n"
             "exec(compile(open(sys.argv[0]).read(), sys.argv[0], 'exec'))")
     env = {**os.environ, "GUARD_TREE": str(tmp_path), "GUARD_AUDIT_LOG": str(tmp_path / "a.jsonl")}

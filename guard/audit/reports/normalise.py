@@ -175,7 +175,7 @@ class _Words:
     def start(cls, tokens: list[str], depth: int, specs: Mapping[str, Any]) -> _Words | None:
         """The words up to the program's name read; None when there is no program (assignments
         only) or it is a keyword (``if``, ``time``…) before another command."""
-        from guard.policy.programs import spec_for
+        from guard.ruleset.programs import spec_for
 
         i = 0
         assigns = []

@@ -129,8 +129,9 @@ def _outcome(v: Any) -> dict[str, Any]:
 
 def replay(cases: Counter[Case], old: Any, new: Any) -> list[dict[str, Any]]:
     """Every case whose verdict, category or tool differs between the two rule sets."""
-    from guard import parse, policy, resolve
+    from guard import parse, resolve
     from guard.context import Context
+    from guard.policy import classify as classifier
 
     changed = []
     for case, count in cases.items():
@@ -140,9 +141,9 @@ def replay(cases: Counter[Case], old: Any, new: Any) -> list[dict[str, Any]]:
         script = parse.parse(case.command)
         outcomes = []
         for rs in (old, new):
-            ctx = policy.effective_context(base, rs)
+            ctx = classifier.effective_context(base, rs)
             try:
-                verdict = policy.classify(script, resolve.resolve(script, ctx), ctx, rs)
+                verdict = classifier.classify(script, resolve.resolve(script, ctx), ctx, rs)
                 outcomes.append(_outcome(verdict))
             except Exception as e:  # a bug in guard: shown, not hidden
                 outcomes.append(

@@ -64,8 +64,8 @@ def rule_ids() -> list[str] | None:
 
 @cache
 def program_specs() -> Mapping[str, Any]:
-    """The rule set's program specs, compiled (``guard.policy.programs.Spec``), by program."""
-    from guard.policy.programs import compile_specs
+    """The rule set's program specs, compiled (``guard.ruleset.programs.Spec``), by program."""
+    from guard.ruleset.programs import compile_specs
 
     rs = _rule_set()
     if rs is None:

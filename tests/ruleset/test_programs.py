@@ -9,17 +9,18 @@ from pathlib import Path
 
 import pytest
 
-from guard import parse, policy, resolve
+from guard import parse, resolve
 from guard.cli import rules as authoring
 from guard.context import Context
 from guard.engine import analyze
+from guard.policy import classify as classifier
 from guard.policy.facts import facts_for
-from guard.policy.programs import compile_spec, read
 from guard.ruleset import compile as rcompile
 from guard.ruleset import layers as rlayers
 from guard.ruleset import load as loader
 from guard.ruleset import load as rload
 from guard.ruleset import read as rread
+from guard.ruleset.programs import compile_spec, read
 from tests.conftest import guard_bin
 
 pytestmark = pytest.mark.usefixtures("isolated_rules")
@@ -30,9 +31,9 @@ CTX = dict(cwd="/workspace/app", trees=("/workspace",), env={"HOME": "/root"})
 def facts(command: str, rules: tuple[str, ...] = ()) -> list[dict]:
     ctx = Context.from_environ(rule_paths=rules, **CTX) if rules else Context.from_environ(**CTX)
     rs = rload.load_for(ctx)
-    ctx = policy.effective_context(ctx, rs)
+    ctx = classifier.effective_context(ctx, rs)
     res = resolve.resolve(parse.parse(command), ctx)
-    return [facts_for(inv, policy.world_of(ctx, rs)) for inv in res.invocations]
+    return [facts_for(inv, classifier.world_of(ctx, rs)) for inv in res.invocations]
 
 
 def verdict(command: str, rules: tuple[str, ...] = ()) -> tuple[str, str | None]:

@@ -9,7 +9,7 @@ from pathlib import Path
 
 import pytest
 
-from guard.serve import client
+from guard.shell import client
 
 
 def test_the_key_names_the_interpreter_binary_without_resolving_its_path(tmp_path: Path,

@@ -20,7 +20,7 @@ command itself.
 import posix
 import sys
 
-from guard.serve import wire
+from guard.shell import wire
 
 TYPE_CHECKING = False
 if TYPE_CHECKING:

@@ -4,7 +4,7 @@ from __future__ import annotations
 
 import pytest
 
-from guard.serve import wire
+from guard.shell import wire
 
 
 def _payload(framed: bytes) -> bytes:
