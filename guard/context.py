@@ -1,6 +1,6 @@
 """What the analysis needs to know about the world: cwd, tree roots, environment, shell state.
 
-Precedence (SPEC §7): command-line options beat the environment, which beats the config file,
+Precedence (docs/behaviour.md §7): command-line options beat the environment, which beats the config file,
 which beats the shipped defaults. The CLI builds a Context with its options; everything else
 comes from ``from_environ``.
 """

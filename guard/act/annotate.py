@@ -1,4 +1,4 @@
-"""The stderr annotator: explain recognised failures after the command ends (SPEC §5).
+"""The stderr annotator: explain recognised failures after the command ends (docs/behaviour.md §5).
 
 ``guard annotate -- PROGRAM [ARGS…]`` runs a program under the relay alone (``annotate_cmd``). The
 annotator is the relay's sink: it watches stderr for the patterns of the rules whose conditions

@@ -1,4 +1,4 @@
-"""Run a program with its stderr relayed through the guard (SPEC §5).
+"""Run a program with its stderr relayed through the guard (docs/behaviour.md §5).
 
 Every byte the program writes to stderr reaches the guard's own stderr unchanged and in order,
 and is shown to a *sink* (the annotator) that looks at line tails only. stdin and stdout are the

@@ -1,4 +1,4 @@
-"""Append-only refused-command log (SPEC §8).
+"""Append-only refused-command log (docs/behaviour.md §8).
 
 One JSON object per line, flat, UTF-8, ``ts`` in RFC 3339 UTC — the shape log collectors (Vector,
 Fluent Bit, the OpenTelemetry file log receiver) ship as is.

@@ -17,7 +17,7 @@ from guard.ruleset.programs import spec_for
 
 
 def effective_context(ctx: Context, rs: RuleSet) -> Context:
-    """Fill what the caller left open from the config (SPEC §7 precedence). The last answer is
+    """Fill what the caller left open from the config (docs/behaviour.md §7 precedence). The last answer is
     kept with the context and rule set it was made from: a stream of commands asks with the
     same two each time, and what it reads of them (the trees, strict, the config) does not
     change while they are held."""

@@ -6,7 +6,7 @@ in a list means "none given"), ``flags_any``, ``flags_all``, ``flags_none``, ``h
 the fact of that name with a value or a list of values.
 
 A fact of ``"unknown"`` where the rule wants ``"tree"`` matches *provisionally*: the caller
-decides whether an unknown path is enough to refuse (it is for writes, SPEC §9.11).
+decides whether an unknown path is enough to refuse (it is for writes, docs/behaviour.md §9.11).
 """
 
 from __future__ import annotations

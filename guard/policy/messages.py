@@ -1,4 +1,4 @@
-"""Refusal messages (SPEC §6): what was refused and how it was recognised, why, the tool to use
+"""Refusal messages (docs/behaviour.md §6): what was refused and how it was recognised, why, the tool to use
 with its arguments, and for publishing the route of this thread. Stable for the same input."""
 
 from __future__ import annotations

@@ -1,7 +1,7 @@
 """Path arithmetic shared by the resolver and the classifier.
 
 Paths may hold ``ir.UNKNOWN`` for parts that could not be determined. An unknown part is assumed
-not to climb out with ``..`` (SPEC §9.11), so ``/tmp/`` + UNKNOWN is somewhere under ``/tmp``.
+not to climb out with ``..`` (docs/behaviour.md §9.11), so ``/tmp/`` + UNKNOWN is somewhere under ``/tmp``.
 Symlinks are followed through the real file system for the part of a path that exists.
 """
 

@@ -1,5 +1,5 @@
 """Files a command sources (``source FILE``, ``. FILE``): rc files, completion scripts, libraries,
-and the shell snapshots agent hosts source before every command (SPEC §9 item 14).
+and the shell snapshots agent hosts source before every command (docs/behaviour.md §9 item 14).
 
 What such a file defines becomes the session's state: its functions are recorded with their
 source text and count only where the command calls them; its other top-level commands (aliases,

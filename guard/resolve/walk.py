@@ -321,7 +321,7 @@ class Walker:
 
     def remember_written(self, argv: tuple[str, ...], stdin: str | None, writes: tuple[str, ...], st: State) -> None:
         """A file the command writes with known content can be run later in the same command
-        (SPEC §9.12): keep its content so the run is analysed like a script on disk."""
+        (docs/behaviour.md §9.12): keep its content so the run is analysed like a script on disk."""
         out = programs.output_of(argv, stdin, st)
         for path in writes:
             if out is not None and UNKNOWN not in path:

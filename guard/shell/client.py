@@ -11,7 +11,7 @@ never answers for this one.
 Whom it trusts: the process listening must run as this user and be the same interpreter binary,
 in the same mount namespace and root (``SO_PEERCRED``, ``/proc/<pid>/exe``, ``ns/mnt``, ``root``). That makes the server as trustworthy as this user's
 own processes, which is all guard asks of anything: it is guidance, not the security boundary
-(SPEC §1). Anything short of a well-formed reply returns None, and the caller analyses the
+(docs/behaviour.md §1). Anything short of a well-formed reply returns None, and the caller analyses the
 command itself.
 """
 

@@ -1,4 +1,4 @@
-"""Secret redaction applied to every command before it reaches the audit log (SPEC §8).
+"""Secret redaction applied to every command before it reaches the audit log (docs/behaviour.md §8).
 
 Each shape keeps enough context to be recognisable (``ghp_[REDACTED]``, ``password=[REDACTED]``)
 and drops the secret itself. Variable references (``$GITHUB_TOKEN``, ``${TOKEN}``) are not secrets

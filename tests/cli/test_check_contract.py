@@ -1,4 +1,4 @@
-"""`guard check` / `explain` / `demo` as SPEC §7 describes them: fields, exit codes, id echo."""
+"""`guard check` / `explain` / `demo` as docs/behaviour.md §7 describes them: fields, exit codes, id echo."""
 
 from __future__ import annotations
 

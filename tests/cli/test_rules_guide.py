@@ -1,6 +1,7 @@
-"""The rule author's guide (rules/README.md) is run as written, so it cannot go stale.
+"""The guides (the rule author's rules/README.md, the user's README.md) are run as written, so
+they cannot go stale.
 
-The guide's blocks, in order:
+A guide's blocks, in order:
 
 - a ```yaml block whose first line is ``# file: PATH`` is a file the reader writes: it is written
   (whole, that line included, so line numbers in messages match the block) into the folder the
@@ -16,7 +17,7 @@ When guard's wording changes on purpose, refresh the expected outputs from the r
 
     GUARD_README_UPDATE=1 .venv/bin/python -m pytest tests/cli/test_rules_guide.py
 
-then read ``git diff rules/README.md`` before committing it.
+then read ``git diff rules/README.md README.md`` before committing them.
 """
 
 from __future__ import annotations
@@ -32,7 +33,7 @@ from pathlib import Path
 import pytest
 
 REPO = Path(__file__).resolve().parents[2]
-GUIDE = REPO / "rules" / "README.md"
+GUIDES = {"rules/README.md": 10, "README.md": 2}  # each guide, and the fewest commands it runs
 BLOCK = re.compile(r"^```(?P<lang>[\w-]*)\n(?P<body>.*?)^```[ \t]*$", re.M | re.S)
 FILE_MARK = re.compile(r"# file: (?P<path>[\w./-]+)\n")
 EXIT = re.compile(r"\[exit (\d+)\]")
@@ -155,17 +156,19 @@ def rewrite(text: str, steps: list[Step], results: list[tuple[str, int]]) -> str
     return "".join(out)
 
 
-def test_the_guide_runs_as_written(tmp_path: Path) -> None:
+@pytest.mark.parametrize("name", sorted(GUIDES))
+def test_the_guide_runs_as_written(name: str, tmp_path: Path) -> None:
     if not (Path(sys.executable).parent / "guard").exists():
         pytest.skip("guard is not installed beside this Python")
-    text = GUIDE.read_text()
+    guide = REPO / name
+    text = guide.read_text()
     steps = parse_guide(text)
     commands = [c for s in steps for c in s.commands]
-    assert len(commands) >= 10 and any(s.path for s in steps)
+    assert len(commands) >= GUIDES[name]
     results = run_guide(steps, tmp_path)
     assert len(results) == len(commands)
     if os.environ.get("GUARD_README_UPDATE") == "1":
-        GUIDE.write_text(rewrite(text, steps, results))
+        guide.write_text(rewrite(text, steps, results))
         return
     wrong = []
     for c, (output, status) in zip(commands, results, strict=True):
@@ -175,14 +178,19 @@ def test_the_guide_runs_as_written(tmp_path: Path) -> None:
             diff = "\n".join(difflib.unified_diff(want.splitlines(), got.splitlines(), "the guide", "the run",
                                                   lineterm=""))
             wrong.append(f"$ {c.line}\n{diff}")
-    assert not wrong, ("rules/README.md is out of date (refresh: GUARD_README_UPDATE=1 pytest "
+    assert not wrong, (f"{name} is out of date (refresh: GUARD_README_UPDATE=1 pytest "
                        "tests/cli/test_rules_guide.py):\n\n" + "\n\n".join(wrong))
 
 
-def test_every_console_command_shows_its_exit_status() -> None:
-    for step in parse_guide(GUIDE.read_text()):
+def test_the_rule_guide_writes_files() -> None:
+    assert any(s.path for s in parse_guide((REPO / "rules/README.md").read_text()))
+
+
+@pytest.mark.parametrize("name", sorted(GUIDES))
+def test_every_console_command_shows_its_exit_status(name: str) -> None:
+    for step in parse_guide((REPO / name).read_text()):
         for c in step.commands:
-            assert c.status is not None, f"$ {c.line}: no [exit N] line after its output"
+            assert c.status is not None, f"{name}: $ {c.line}: no [exit N] line after its output"
 
 
 def test_the_parser_reads_files_and_commands() -> None:

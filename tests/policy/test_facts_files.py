@@ -1,4 +1,4 @@
-"""Repositories landing in the tree by copy or link (SPEC §9.9), judged on a real file system."""
+"""Repositories landing in the tree by copy or link (docs/behaviour.md §9.9), judged on a real file system."""
 
 from __future__ import annotations
 

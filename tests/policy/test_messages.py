@@ -1,4 +1,4 @@
-"""Refusal messages (SPEC §6): short, stable, naming the tool with arguments and the route."""
+"""Refusal messages (docs/behaviour.md §6): short, stable, naming the tool with arguments and the route."""
 
 from __future__ import annotations
 

@@ -1,4 +1,4 @@
-"""Files a command sources (SPEC §9 item 14): definitions become state, function bodies count
+"""Files a command sources (docs/behaviour.md §9 item 14): definitions become state, function bodies count
 only where called, the command's own text is analysed whatever the file costs, and what a file
 defines is computed once per content (memory, then disk)."""
 

@@ -1,4 +1,4 @@
-"""Reading refused-command logs as operators hand them over (SPEC §8), in Python.
+"""Reading refused-command logs as operators hand them over (docs/behaviour.md §8), in Python.
 
 Input: files, directories (every ``*.jsonl*``/``*.log``/``*.json`` file in them) and ``-`` for
 standard input. ``.gz`` files are read through gzip. Each line is either one of our records or a

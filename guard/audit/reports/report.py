@@ -1,4 +1,4 @@
-"""``guard audit [LOG…]``: merge refused-command logs and answer what operators ask (SPEC §8).
+"""``guard audit [LOG…]``: merge refused-command logs and answer what operators ask (docs/behaviour.md §8).
 
 Input: any number of files, directories (every ``*.jsonl*``/``*.log``/``*.json`` file in them) and
 ``-`` for standard input; with no file named, standard input when it is not a terminal, else the
