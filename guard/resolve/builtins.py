@@ -69,7 +69,7 @@ def _cd_target(arg: str, c: _Call) -> str | None:
     then the name itself), None when the folder is known not to exist."""
     st = c.st
     home = _home(st)
-    if st.links:
+    if st.fx.links:
         arg = relink(arg, st)
     local = paths.real(paths.join(st.cwd, arg, home))
     cdpath = c.env.get("CDPATH") if "CDPATH" in c.env else st.vars.get("CDPATH")
@@ -91,15 +91,15 @@ def _exists(path: str, st: State) -> bool | None:
         return None
     if os.path.isdir(path):
         return True
-    for g in st.given:  # the tree and the starting folder exist even when not on this machine
+    for g in st.fx.given:  # the tree and the starting folder exist even when not on this machine
         if g == path or g.startswith(path.rstrip("/") + "/"):
             return True
         if path.startswith(g.rstrip("/") + "/") and not os.path.isdir(g):
             return None
-    if any(path == m or path.startswith(m.rstrip("/") + "/") for m in st.cloned | st.made):
+    if any(path == m or path.startswith(m.rstrip("/") + "/") for m in st.fx.cloned | st.fx.made):
         return True
     parent = path.rsplit("/", 1)[0] or "/"
-    if not os.path.isdir(parent) or any(m.startswith(path) for m in st.made):
+    if not os.path.isdir(parent) or any(m.startswith(path) for m in st.fx.made):
         return None
     return None if _mentioned(path, st) else False
 
@@ -108,7 +108,7 @@ def _mentioned(path: str, st: State) -> bool:
     """Whether a command run earlier named the folder (``cmake -B /tmp/b``, ``tar -C …``): it
     may have made it, so it is not known to be missing."""
     base = path.rsplit("/", 1)[-1]
-    return any(base and base in a for argv in st.ran for a in argv)
+    return any(base and base in a for argv in st.fx.ran for a in argv)
 
 
 def _pushd(c: _Call) -> None:

@@ -14,7 +14,7 @@ from guard.resolve import paths
 from guard.resolve.inline import analyze_inline, interpreter_lang  # not an import per command
 from guard.resolve.projects import parse_makefile
 from guard.resolve.sedscript import sed_commands
-from guard.resolve.state import Frame, State
+from guard.resolve.state import Call, Frame, State
 from guard.resolve.state import home_of as _home
 from guard.resolve.words import PROCSUB_PATH as FAKE_PROCSUB
 from guard.resolve.wrappers import SHELLS, WRAPPERS, basename
@@ -29,29 +29,20 @@ if TYPE_CHECKING:
 SCRIPT_CAP = 512 * 1024
 
 
-def run(
-    w: Walker,
-    argv: tuple[str, ...],
-    st: State,
-    fr: Frame,
-    env: dict[str, str | None],
-    stdin: str | None,
-    writes: tuple[str, ...],
-    refs: list[str],
-    pos: tuple[int, int],
-    cwd: str | None = None,
-) -> tuple[str, ...] | None:
-    """Unwrap ``argv``, follow what it runs, and emit the invocations. Returns the final argv.
+def run(w: Walker, call: Call) -> tuple[str, ...] | None:
+    """Unwrap ``call``'s argv, follow what it runs, and emit the invocations. Returns the final argv.
 
-    Each emit passes ``program=prog``, the basename of ``argv[0]`` already taken here.
+    Each emit passes the basename of ``argv[0]`` already taken here as the program.
     """
-    cwd = cwd or st.cwd
+    argv, st, fr, env, stdin, writes, refs, pos = (call.argv, call.st, call.fr, call.env, call.stdin, call.writes,
+                                                   call.refs, call.pos)
+    cwd = call.cwd or st.cwd
     name = argv[0] if argv else ""
-    if "/" not in name and not st.renamed and name not in st.hashed:
+    if "/" not in name and not st.fx.renamed and name not in st.hashed:
         plain = _plain_name(name)
         if plain:
             # most commands (ls, cat, grep, pytest): a name nothing below would act on, run as it is
-            w.emit(argv, st, fr, env, stdin, writes, refs, pos, plain, cwd)
+            w.emit(call, plain)
             return argv
     env = dict(env)
     for _ in range(16):
@@ -67,7 +58,7 @@ def run(
         if inner is None:
             break  # ``prog`` names what runs
         if inner.keep_outer:
-            w.emit(argv, st, fr, env, stdin, writes, refs, pos, program=prog, cwd=cwd)
+            w.emit(Call(argv, st, fr, env, stdin, writes, refs, pos, cwd), prog)
         env.update(inner.env)
         if inner.cwd:
             cwd = paths.real(paths.join(cwd, inner.cwd, _home(st)))
@@ -103,17 +94,17 @@ def run(
             w.sink.note(f"{label}: runs text built at run time, not analysed")
         else:
             w.string(code, _child(st, cwd, env), fr, label)
-    if prog == "git" and _git_alias(w, argv, st, fr, cwd, env, stdin, writes, refs, pos):
+    if prog == "git" and _git_alias(w, Call(argv, st, fr, env, stdin, writes, refs, pos, cwd)):
         return argv
     if prog in ("npm", "yarn", "pnpm", "make", "gmake") and _project_runner(w, argv, st, fr, cwd, env):
-        w.emit(argv, st, fr, env, stdin, writes, refs, pos, program=prog, cwd=cwd)
+        w.emit(Call(argv, st, fr, env, stdin, writes, refs, pos, cwd), prog)
         return argv
     if _interpreter(w, argv, st, fr, cwd, env, stdin):
-        w.emit(argv, st, fr, env, stdin, writes, refs, pos, program=prog, cwd=cwd)
+        w.emit(Call(argv, st, fr, env, stdin, writes, refs, pos, cwd), prog)
         return argv
     if "/" in argv[0] and _executable_script(w, argv, st, fr, cwd, env):
         return argv
-    w.emit(argv, st, fr, env, stdin, writes, refs, pos, program=prog, cwd=cwd)
+    w.emit(Call(argv, st, fr, env, stdin, writes, refs, pos, cwd), prog)
     return argv
 
 
@@ -161,17 +152,17 @@ def identity(argv: tuple[str, ...], st: State, cwd: str, env: dict[str, str | No
             return (basename(name), *argv[1:]), f"hash {argv[0]}"
     if "/" in name:
         full = paths.join(cwd, name, _home(st))
-    elif st.renamed:
+    elif st.fx.renamed:
         pathvar = env.get("PATH") if "PATH" in env else st.vars.get("PATH")
         for d in (pathvar.split(":") if isinstance(pathvar, str) else []):
             cand = paths.join(cwd, d or ".", _home(st)) .rstrip("/") + "/" + name
-            if cand in st.renamed:
+            if cand in st.fx.renamed:
                 full = cand
                 break
     if full is None:
         return None
-    if full in st.renamed:
-        return (st.renamed[full], *argv[1:]), f"{st.renamed[full]} as {_show(name)}"
+    if full in st.fx.renamed:
+        return (st.fx.renamed[full], *argv[1:]), f"{st.fx.renamed[full]} as {_show(name)}"
     if _PROC_EXE.match(full):
         return ("bash", *argv[1:]), f"shell as {_show(name)}"
     if UNKNOWN not in full:
@@ -292,9 +283,9 @@ def remember_copies(argv: tuple[str, ...], st: State) -> None:
             where = dest_full.rstrip("/") + "/" + basename(src) if many else dest_full
             target = paths.real(paths.join(where.rsplit("/", 1)[0] or "/", src, home)) if not src.startswith("/") else paths.real(src)
             if UNKNOWN not in target:
-                st.links[where] = target
+                st.fx.links[where] = target
         src_full = paths.join(st.cwd, src, home)
-        ident = st.renamed.get(src_full) or basename(src)
+        ident = st.fx.renamed.get(src_full) or basename(src)
         if UNKNOWN in ident or ident not in NAMED:
             real = basename(paths.real(src_full)) if UNKNOWN not in src_full else ""
             if real not in NAMED:
@@ -302,7 +293,7 @@ def remember_copies(argv: tuple[str, ...], st: State) -> None:
             ident = real
         where = dest_full.rstrip("/") + "/" + basename(src) if many else dest_full
         if UNKNOWN not in where:
-            st.renamed[where] = ident
+            st.fx.renamed[where] = ident
 
 
 _READS_COMMANDS = frozenset({"at", "batch", "ed", "red", "ex", "vim", "vi", "nvim", "view", "make", "gmake"})
@@ -420,18 +411,17 @@ def _trap(w: Walker, argv: tuple[str, ...], st: State, fr: Frame) -> None:
     w.string(argv[i], st.copy(), fr, "trap")
 
 
-def _git_alias(
-    w: Walker, argv: tuple[str, ...], st: State, fr: Frame, cwd: str, env: dict[str, str | None],
-    stdin: str | None, writes: tuple[str, ...], refs: list[str], pos: tuple[int, int],
-) -> bool:
+def _git_alias(w: Walker, call: Call) -> bool:
     """Expand a git alias into what it runs; remember ``git config alias.X …`` for later."""
     import guard.resolve.gitalias as gitalias
 
+    argv, st, fr, env, cwd = call.argv, call.st, call.fr, call.env, call.cwd or call.st.cwd
+
     defined = gitalias.defined_by(argv)
     if defined:
-        st.git_aliases[defined[0]] = defined[1]
+        st.fx.git_aliases[defined[0]] = defined[1]
         return False
-    hit = gitalias.lookup(argv, gitalias.ShellEnv(env, st.vars), st.git_aliases)
+    hit = gitalias.lookup(argv, gitalias.ShellEnv(env, st.vars), st.fx.git_aliases)
     if hit is None or fr.depth >= w.sink.max_depth or f"git alias {hit[0]}" in fr.via:
         return False
     name, value, i = hit
@@ -447,7 +437,8 @@ def _git_alias(
         expansion = shlex.split(value)
     except ValueError:
         expansion = value.split()
-    run(w, (*argv[:i], *expansion, *rest), st, inner_fr, env, stdin, writes, refs, pos, cwd=cwd)
+    run(w, Call((*argv[:i], *expansion, *rest), st, inner_fr, env, call.stdin, call.writes, call.refs, call.pos,
+               cwd))
     return True
 
 
@@ -568,10 +559,10 @@ def read_script(path: str, st: State, cwd: str, stdin: str | None = None) -> tup
             return None, "reads its script from standard input, which the command text does not give"
         return files.strip_nul(stdin), ""
     full = paths.join(cwd, path, _home(st))
-    if full in st.files:
-        return files.strip_nul(st.files[full]), ""
+    if full in st.fx.files:
+        return files.strip_nul(st.fx.files[full]), ""
     if path == FAKE_PROCSUB:
-        text = st.files.get(FAKE_PROCSUB)
+        text = st.fx.files.get(FAKE_PROCSUB)
         return (None, "process substitution output not known") if text is None else (files.strip_nul(text), "")
     text, why = files.read_text(full, SCRIPT_CAP)
     return text, f"script {why}" if why else ""
@@ -784,18 +775,17 @@ def inline_findings(
         sub_fr = Frame(fr.via + (f"{label}: {f.detail}" if f.detail else label,), fr.depth + 1, lang)
         fcwd = paths.real(paths.join(cwd, f.cwd, _home(st))) if f.cwd else cwd
         if f.kind == "argv" and f.argv:
-            run(w, tuple(f.argv), _child(st, fcwd, env), sub_fr, dict(env), None, (), [], (0, 0), cwd=fcwd)
+            run(w, Call(tuple(f.argv), _child(st, fcwd, env), sub_fr, dict(env), cwd=fcwd))
         elif f.kind == "shell" and f.shell:
             w.string_in(f.shell, _child(st, fcwd, env), Frame(sub_fr.via, sub_fr.depth, "sh"))
         elif f.kind == "http":
-            w.emit(("<http>", f.method or "GET", f.url), st, sub_fr, env, None, (), [], (0, 0), program="<http>",
-                   cwd=fcwd, facts={"http": {"method": f.method or "GET", "url": f.url, "body": f.body}})
+            w.emit(Call(("<http>", f.method or "GET", f.url), st, sub_fr, env, cwd=fcwd), "<http>",
+                   {"http": {"method": f.method or "GET", "url": f.url, "body": f.body}})
         elif f.kind == "token":
-            w.emit(("<env-read>", f.var), st, sub_fr, env, None, (), [f.var], (0, 0), program="<env-read>",
-                   cwd=fcwd)
+            w.emit(Call(("<env-read>", f.var), st, sub_fr, env, refs=[f.var], cwd=fcwd), "<env-read>")
         elif f.kind == "gitlib":
             gitargv = tuple(f.argv) if f.argv else ("git", f.op or UNKNOWN)
-            w.emit(gitargv, st, sub_fr, env, None, (), [], (0, 0), program="git", cwd=fcwd)
+            w.emit(Call(gitargv, st, sub_fr, env, cwd=fcwd), "git")
 
 
 def _executable_script(

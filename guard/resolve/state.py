@@ -21,9 +21,7 @@ if TYPE_CHECKING:
 
         def string_in(self, text: str, st: State, fr: Frame, stdin: str | None = None) -> None: ...
 
-        def emit(self, argv: tuple[str, ...], st: State, fr: Frame, env: dict[str, str | None],
-                 stdin: str | None, writes: tuple[str, ...], refs: list[str], pos: tuple[int, int],
-                 program: str | None = None, cwd: str | None = None, facts: dict | None = None) -> None: ...
+        def emit(self, call: Call, program: str | None = None, facts: dict | None = None) -> None: ...
 
 
 class Assoc(dict):
@@ -63,27 +61,79 @@ class Frame:
         return hash((self.via, self.depth, self.lang))
 
 
-_STATE_SLOTS = ("cwd", "vars", "aliases", "functions", "dirstack", "positional", "exported", "files", "git_aliases",
-                "removed", "cloned", "namerefs", "arg0", "noglob", "failed", "cd_target", "links", "hashed", "renamed",
-                "given", "made", "ran")
+class Call:
+    """One program about to run, as the walk hands it from stage to stage: its argv, the shell
+    state and frame it runs in, the environment its prefix assignments add, its stdin (when
+    known), the files its redirections write, the variables it referenced, its position in the
+    command text, and its cwd when that differs from the state's (``git -C``, ``env -C``).
+
+    ``programs.run`` takes one and the walker's ``emit`` turns one into an ``Invocation``. A
+    plain class with slots, never changed once made, for the reason ``Frame`` is one.
+    """
+
+    __slots__ = ("argv", "st", "fr", "env", "stdin", "writes", "refs", "pos", "cwd")
+
+    def __init__(self, argv: tuple[str, ...], st: State, fr: Frame, env: dict[str, str | None],
+                 stdin: str | None = None, writes: tuple[str, ...] = (), refs: list[str] | None = None,
+                 pos: tuple[int, int] = (0, 0), cwd: str | None = None) -> None:
+        self.argv = argv
+        self.st = st
+        self.fr = fr
+        self.env = env
+        self.stdin = stdin
+        self.writes = writes
+        self.refs = refs if refs is not None else []
+        self.pos = pos
+        self.cwd = cwd
+
+    def __repr__(self) -> str:
+        return f"Call(argv={self.argv!r}, cwd={self.cwd or self.st.cwd!r}, via={self.fr.via!r})"
+
+
+class Effects:
+    """What the command has done to the disk so far, as the walk follows it: files written (path
+    → content), git aliases defined by ``git config alias.X`` (a config file written), paths
+    removed, repositories cloned or initialised, symlinks made (path → target), programs copied
+    or linked under another name (path → program), folders known to exist (``given``: the tree
+    roots and the starting cwd) and made, and the argv of every command run.
+
+    One is shared by a state and every subshell copy of it: a file written in a subshell exists
+    after it. A plain class with slots, for the reason ``State`` is one.
+    """
+
+    __slots__ = ("files", "git_aliases", "removed", "cloned", "links", "renamed", "given", "made", "ran")
+
+    def __init__(self, given: tuple[str, ...] = ()) -> None:
+        self.files: dict[str, str] = {}
+        self.git_aliases: dict[str, str] = {}
+        self.removed: set[str] = set()
+        self.cloned: set[str] = set()
+        self.links: dict[str, str] = {}
+        self.renamed: dict[str, str] = {}
+        self.given = given
+        self.made: set[str] = set()
+        self.ran: list[tuple[str, ...]] = []
+
+    def __repr__(self) -> str:
+        return "Effects(" + ", ".join(f"{n}={getattr(self, n)!r}" for n in self.__slots__) + ")"
+
+
+_STATE_SLOTS = ("cwd", "vars", "aliases", "functions", "dirstack", "positional", "exported", "namerefs", "arg0",
+                "noglob", "failed", "cd_target", "hashed", "fx")
 
 
 class State:
-    """The shell state of one walk. A plain class with slots and literal empty containers: one
-    is made per command and copied per pipeline stage and substitution, and the record's
-    generated ``__init__`` (a factory call per container) made that a tenth of a plain
-    command's resolve time.
+    """The shell's state during one walk: what bash itself keeps (cwd, variables, aliases,
+    functions, directory stack, options) and, in ``fx``, what the command has done to the disk.
+    A plain class with slots and literal empty containers: one is made per command and copied
+    per pipeline stage and substitution, and a record's generated ``__init__`` (a factory call
+    per container) made that a tenth of a plain command's resolve time.
 
     Fields: ``positional`` None means unknown ($1… of the outer shell); ``exported`` holds what
-    the command assigned and exported; ``files`` path → content written by the command;
-    ``git_aliases`` those defined by ``git config alias.X``; ``removed`` paths rm'd earlier in
-    the command; ``cloned`` repositories git clone/init made earlier; ``namerefs`` declare -n
-    NAME=TARGET; ``arg0`` $0; ``noglob`` set -f; ``failed`` the last builtin is known to have
-    failed (cd to a missing folder) and ``cd_target`` where that cd meant to go; ``links``
-    symlinks ln -s made earlier (path → target); ``hashed`` hash -p PATH NAME (NAME runs PATH);
-    ``renamed`` path → program copied or linked there; ``given`` folders known to exist (the
-    tree roots and the starting cwd); ``made`` folders mkdir made earlier; ``ran`` the argv of
-    the commands run so far.
+    the command assigned and exported; ``namerefs`` declare -n NAME=TARGET; ``arg0`` $0;
+    ``noglob`` set -f; ``failed`` the last builtin is known to have failed (cd to a missing
+    folder) and ``cd_target`` where that cd meant to go; ``hashed`` hash -p PATH NAME (NAME runs
+    PATH); ``fx`` the command's effects (``Effects``), shared with every copy.
     """
 
     __slots__ = _STATE_SLOTS
@@ -94,47 +144,22 @@ class State:
         vars: dict[str, Value],
         aliases: dict[str, str] | None = None,
         functions: dict[str, FunctionDef | str] | None = None,
-        dirstack: list[str] | None = None,
-        positional: list[str] | None = None,
-        exported: dict[str, str | None] | None = None,
-        files: dict[str, str] | None = None,
-        git_aliases: dict[str, str] | None = None,
-        removed: set[str] | None = None,
-        cloned: set[str] | None = None,
-        namerefs: dict[str, str] | None = None,
-        arg0: str = "bash",
-        noglob: bool = False,
-        failed: bool = False,
-        cd_target: str = "",
-        links: dict[str, str] | None = None,
-        hashed: dict[str, str] | None = None,
-        renamed: dict[str, str] | None = None,
         given: tuple[str, ...] = (),
-        made: set[str] | None = None,
-        ran: list[tuple[str, ...]] | None = None,
     ) -> None:
         self.cwd = cwd
         self.vars = vars
         self.aliases = {} if aliases is None else aliases
         self.functions = {} if functions is None else functions
-        self.dirstack = [] if dirstack is None else dirstack
-        self.positional = positional
-        self.exported = {} if exported is None else exported
-        self.files = {} if files is None else files
-        self.git_aliases = {} if git_aliases is None else git_aliases
-        self.removed = set() if removed is None else removed
-        self.cloned = set() if cloned is None else cloned
-        self.namerefs = {} if namerefs is None else namerefs
-        self.arg0 = arg0
-        self.noglob = noglob
-        self.failed = failed
-        self.cd_target = cd_target
-        self.links = {} if links is None else links
-        self.hashed = {} if hashed is None else hashed
-        self.renamed = {} if renamed is None else renamed
-        self.given = given
-        self.made = set() if made is None else made
-        self.ran = [] if ran is None else ran
+        self.dirstack: list[str] = []
+        self.positional: list[str] | None = None
+        self.exported: dict[str, str | None] = {}
+        self.namerefs: dict[str, str] = {}
+        self.arg0 = "bash"
+        self.noglob = False
+        self.failed = False
+        self.cd_target = ""
+        self.hashed: dict[str, str] = {}
+        self.fx = Effects(given)
 
     @classmethod
     def start(cls, cwd: str, vars: dict[str, Value], aliases: dict[str, str], given: tuple[str, ...]) -> State:
@@ -148,21 +173,13 @@ class State:
         new.dirstack = []
         new.positional = None
         new.exported = {}
-        new.files = {}
-        new.git_aliases = {}
-        new.removed = set()
-        new.cloned = set()
         new.namerefs = {}
         new.arg0 = "bash"
         new.noglob = False
         new.failed = False
         new.cd_target = ""
-        new.links = {}
         new.hashed = {}
-        new.renamed = {}
-        new.given = given
-        new.made = set()
-        new.ran = []
+        new.fx = Effects(given)
         return new
 
     def __repr__(self) -> str:
@@ -170,8 +187,8 @@ class State:
 
     def copy(self) -> State:
         """A subshell's state: its own variables, aliases, functions, directory stack and
-        options; the files, deletions, clones, folders made and commands run are shared (they
-        outlive the subshell). ``failed`` and ``cd_target`` start over, as a fresh record's did."""
+        options; the effects on disk are shared (they outlive the subshell). ``failed`` and
+        ``cd_target`` start over, as a fresh state's do."""
         new = _new_state(State)
         new.cwd = self.cwd
         new.vars = dict(self.vars)  # arrays are never changed in place: a shallow copy is enough
@@ -180,21 +197,13 @@ class State:
         new.dirstack = list(self.dirstack)
         new.positional = None if self.positional is None else list(self.positional)
         new.exported = dict(self.exported)
-        new.files = self.files  # shared on purpose: a file written in a subshell exists after it
-        new.git_aliases = self.git_aliases  # git config writes a file: it outlives the subshell too
-        new.removed = self.removed  # so does a deletion
-        new.cloned = self.cloned  # and a clone
         new.namerefs = dict(self.namerefs)
         new.arg0 = self.arg0
         new.noglob = self.noglob
         new.failed = False
         new.cd_target = ""
-        new.links = self.links
         new.hashed = dict(self.hashed)
-        new.renamed = self.renamed
-        new.given = self.given
-        new.made = self.made
-        new.ran = self.ran
+        new.fx = self.fx
         return new
 
 
@@ -215,7 +224,7 @@ def relink(arg: str, st: State) -> str:
     full = paths.join(st.cwd, arg, home_of(st)) if not arg.startswith("-") else None
     if full is None:
         return arg
-    for link, target in st.links.items():
+    for link, target in st.fx.links.items():
         if full == link or full.startswith(link + "/"):
             return target + full[len(link):]
     return arg

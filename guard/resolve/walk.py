@@ -29,7 +29,7 @@ from guard.ir import (
     Word,
 )
 from guard.resolve import paths
-from guard.resolve.state import WALK_BUDGET, Assoc, Frame, Sink, State, relink
+from guard.resolve.state import WALK_BUDGET, Assoc, Call, Frame, Sink, State, relink
 from guard.resolve.variables import resolve_name, set_element
 from guard.resolve.words import (
     PLAIN_TEXT,
@@ -121,7 +121,7 @@ class Walker:
         try:
             self.redirects(rs, st, fr)
             if self.reads:
-                self.emit(("<", *self.reads), st, fr, {}, None, (), [], (0, 0), program="<redirect>")
+                self.emit(Call(("<", *self.reads), st, fr, {}), "<redirect>")
         finally:
             self.reads = outer
 
@@ -159,8 +159,6 @@ class Walker:
                 flow = None
             else:
                 flow = programs.output_of(argv, self.stdin_used, _with_env(sub, self.last_env))
-            if len(n.commands) > 1:
-                st.files = sub.files
         # tell each stage what its output is piped into (the next PIPE_TO_STAGES stages: enough
         # for ``env | sort | grep -i token``, and linear on a pipeline of thousands of stages)
         stage_starts.append(len(self.sink.invocations))
@@ -187,8 +185,8 @@ class Walker:
         if copy is None:
             return
         sources, dest = copy
-        self.emit(("cp", "-r", *sources, dest), st, Frame(fr.via + (f"{left.program} | {right.program}",), fr.depth, fr.lang),
-                  {}, None, (), [], right.pos, program="cp", cwd=right.cwd)
+        via = Frame(fr.via + (f"{left.program} | {right.program}",), fr.depth, fr.lang)
+        self.emit(Call(("cp", "-r", *sources, dest), st, via, {}, pos=right.pos, cwd=right.cwd), "cp")
 
     def simple(self, n: Simple, st: State, fr: Frame, stdin: str | None) -> tuple[str, ...] | None:
         refs: list[str] = []
@@ -254,14 +252,14 @@ class Walker:
         if not words:
             st.vars.update(assigned)
             if refs:
-                self.emit(("",), st, fr, {}, stdin, writes, refs, n.pos, program=":assign")
+                self.emit(Call(("",), st, fr, {}, stdin, writes, refs, n.pos), ":assign")
             return None
         if not argv:
             # every word expanded to nothing (e.g. "$EMPTY"): nothing runs
             return None
         env = {k: (v if isinstance(v, str) else None) for k, v in assigned.items()} if assigned else {}
         self.last_env = env
-        if st.links:
+        if st.fx.links:
             argv = [relink(a, st) for a in argv]
         # aliases apply to the first word when it was written as a plain literal
         first = words[0]
@@ -281,7 +279,7 @@ class Walker:
         if label:
             fr = Frame(fr.via + (label,), fr.depth, fr.lang)
         args = tuple(argv)
-        final = programs.run(self, args, st, fr, env, stdin, writes, refs, n.pos)
+        final = programs.run(self, Call(args, st, fr, env, stdin, writes, refs, n.pos))
         if head in _AFTER_RUN_HEADS:  # one test for the few heads with more to do (most have none)
             if head in builtins.DECLARE:
                 for a in argv[1:]:
@@ -294,8 +292,8 @@ class Walker:
         st.failed = False
         if argv[0] in builtins.CHANGES_STATE:
             builtins.apply(argv, st, stdin, env, lambda text: self.compound(text, st, fr))
-        if len(st.ran) < 256:
-            st.ran.append(final or args)
+        if len(st.fx.ran) < 256:
+            st.fx.ran.append(final or args)
         if writes:
             self.remember_written(args, stdin, writes, st)
         if not final:
@@ -307,16 +305,16 @@ class Walker:
             return final
         if ran in ("rm", "rmdir"):
             home = str(st.vars.get("HOME") or "/root")
-            st.removed.update(paths.join(st.cwd, a, home) for a in final[1:] if not a.startswith("-"))
+            st.fx.removed.update(paths.join(st.cwd, a, home) for a in final[1:] if not a.startswith("-"))
         elif ran in ("cp", "ln", "install", "mv", "link"):
             programs.remember_copies(final, st)
         elif ran == "mkdir":
             home = str(st.vars.get("HOME") or "/root")
-            st.made.update(paths.join(st.cwd, a, home) for a in final[1:] if not a.startswith("-"))
+            st.fx.made.update(paths.join(st.cwd, a, home) for a in final[1:] if not a.startswith("-"))
         elif ran == "git":
             made = programs.repository_made(final, st)
             if made:
-                st.cloned.add(made)
+                st.fx.cloned.add(made)
         return final
 
     def remember_written(self, argv: tuple[str, ...], stdin: str | None, writes: tuple[str, ...], st: State) -> None:
@@ -325,7 +323,7 @@ class Walker:
         out = programs.output_of(argv, stdin, st)
         for path in writes:
             if out is not None and UNKNOWN not in path:
-                st.files[path] = out
+                st.fx.files[path] = out
 
     # ------------------------------------------------------------------ indirections
 
@@ -407,7 +405,6 @@ class Walker:
             self.last_env = {}
             argv = self.node(body, inner, sub_fr)
             out = programs.output_of(argv, None, _with_env(inner, self.last_env)) if isinstance(body, Simple) and argv else None
-        st.files = inner.files
         return out
 
     def later_code(self, name: str, value: object, st: State, fr: Frame) -> None:
@@ -539,25 +536,14 @@ class Walker:
                 full = paths.join(st.cwd, target, str(st.vars.get("HOME") or "/root"))
                 self.reads.append(full)
                 if r.fd in (None, 0):
-                    stdin = st.files.get(full)
+                    stdin = st.fx.files.get(full)
         return tuple(writes), stdin
 
     # ------------------------------------------------------------------ output
 
-    def emit(
-        self,
-        argv: tuple[str, ...],
-        st: State,
-        fr: Frame,
-        env: dict[str, str | None],
-        stdin: str | None,
-        writes: tuple[str, ...],
-        refs: list[str],
-        pos: tuple[int, int],
-        program: str | None = None,
-        cwd: str | None = None,
-        facts: dict | None = None,
-    ) -> None:
+    def emit(self, call: Call, program: str | None = None, facts: dict | None = None) -> None:
+        """Record ``call`` as an Invocation (``program`` when its basename was already taken)."""
+        argv, st, env, refs = call.argv, call.st, call.env, call.refs
         prog = program or (basename(argv[0]) if argv else "")
         if st.exported:
             merged = dict(st.exported)
@@ -573,18 +559,18 @@ class Walker:
             Invocation(
                 prog,
                 argv,
-                cwd or st.cwd,
+                call.cwd or st.cwd,
                 merged,
-                fr.via,
-                stdin,
+                call.fr.via,
+                call.stdin,
                 (),
-                writes,
+                call.writes,
                 tuple(dict.fromkeys(refs)) if refs else (),
-                pos,
-                fr.lang,
+                call.pos,
+                call.fr.lang,
                 tuple(self.reads) if self.reads else (),
-                tuple(st.removed) if st.removed else (),
-                tuple(st.cloned) if st.cloned else (),
+                tuple(st.fx.removed) if st.fx.removed else (),
+                tuple(st.fx.cloned) if st.fx.cloned else (),
                 facts or {},
             )
         )

@@ -405,7 +405,7 @@ class Expander:
             elif isinstance(part, ProcSub):
                 out = self.hooks.subst(part.script, st)
                 if out is not None and part.direction == "<":
-                    st.files[PROCSUB_PATH] = out
+                    st.fx.files[PROCSUB_PATH] = out
                 val, quoted = _Val(PROCSUB_PATH), True
             elif isinstance(part, Arith):
                 # the command substitutions inside it follow it as parts: walk them, and the
