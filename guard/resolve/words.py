@@ -45,14 +45,36 @@ _NEEDS_WORK = re.compile(r"[~{*?\[]")
 Seg = tuple[str, bool]
 
 
+class Dirs:
+    """How pathname expansion sees the file system: the real one, read-only. A test or a caller
+    that knows better (a tree that exists only elsewhere) passes its own."""
+
+    __slots__ = ()
+
+    def listdir(self, path: str) -> list[str]:
+        return os.listdir(path)
+
+    def lexists(self, path: str) -> bool:
+        return os.path.lexists(path)
+
+    def isdir(self, path: str) -> bool:
+        return os.path.isdir(path)
+
+
+REAL_DIRS = Dirs()
+
+
 class Hooks:
-    """The handlers the expander calls; the walker provides real ones, tests may pass lambdas."""
+    """What the expander is configured with beyond the shell state it reads: the handler that
+    runs a command substitution, the lexer for code inside a word, and the directory reader
+    pathname expansion uses. The walker provides real ones; tests may pass lambdas."""
 
-    __slots__ = ("subst", "lex")
+    __slots__ = ("subst", "lex", "dirs")
 
-    def __init__(self, subst: SubstFn, lex: LexFn | None = None) -> None:
+    def __init__(self, subst: SubstFn, lex: LexFn | None = None, dirs: Dirs = REAL_DIRS) -> None:
         self.subst = subst
         self.lex = lex
+        self.dirs = dirs
 
 
 def _hooks(subst: SubstFn | Hooks, lex: LexFn | None = None) -> Hooks:
@@ -449,7 +471,7 @@ class Expander:
         for f in fields:
             text = "".join(t for t, _ in f)
             if UNKNOWN not in text and any(not q and _GLOB_CHARS.search(t) for t, q in f):
-                matches = glob_fields(f, self.st.cwd)
+                matches = glob_fields(f, self.st.cwd, self.hooks.dirs)
                 if matches:
                     out.extend(matches)
                     continue
@@ -918,8 +940,8 @@ def _sequence(body: list) -> list[str] | None:
 # --------------------------------------------------------------------------- pathname expansion
 
 
-def glob_fields(segs: list[Seg], cwd: str) -> list[str]:
-    """The paths a field's pattern matches on the real file system, sorted; [] for none."""
+def glob_fields(segs: list[Seg], cwd: str, dirs: Dirs = REAL_DIRS) -> list[str]:
+    """The paths a field's pattern matches on the file system ``dirs`` reads, sorted; [] for none."""
     text = "".join(t for t, _ in segs)
     absolute = text.startswith("/")
     # split segments into path components, keeping protection
@@ -941,14 +963,14 @@ def glob_fields(segs: list[Seg], cwd: str) -> list[str]:
             results = [_join(r, _unescape(lit, comp)) for r in results]
             if not last:
                 continue
-            results = [r for r in results if os.path.lexists(_abs(r, cwd))]
+            results = [r for r in results if dirs.lexists(_abs(r, cwd))]
             continue
         rx = pattern_regex(comp, slash=False)
         dot = lit.startswith(".") or (comp and comp[0][1] and comp[0][0].startswith("."))
         nxt: list[str] = []
         for r in results:
             try:
-                names = os.listdir(_abs(r, cwd) if r else cwd)
+                names = dirs.listdir(_abs(r, cwd) if r else cwd)
             except OSError:
                 continue
             for name in names:
@@ -956,7 +978,7 @@ def glob_fields(segs: list[Seg], cwd: str) -> list[str]:
                     continue
                 if rx.fullmatch(name):
                     full = _join(r, name)
-                    if last or os.path.isdir(_abs(full, cwd)):
+                    if last or dirs.isdir(_abs(full, cwd)):
                         nxt.append(full)
             if len(nxt) > MAX_FIELDS:
                 break

@@ -148,3 +148,30 @@ def test_the_expander_alone_takes_its_environment_and_handlers() -> None:
     assert calls == ["echo origin"]
     st.vars.pop("c")
     assert expand_word(word, st, subst) == [UNKNOWN + "origin"]  # an unset name may be set where it runs
+
+
+def test_pathname_expansion_reads_the_directory_reader_it_is_given() -> None:
+    from guard.resolve.words import Dirs
+
+    class Tree(Dirs):
+        """A tree that exists only here: /w holds a.py, b.py and a folder pkg."""
+
+        entries = {"/w": ["a.py", "b.py", "pkg", ".hidden.py"], "/w/pkg": ["c.py"]}
+
+        def listdir(self, path: str) -> list[str]:
+            return list(self.entries[path.rstrip("/") or "/"])
+
+        def lexists(self, path: str) -> bool:
+            parent, _, name = path.rstrip("/").rpartition("/")
+            return path.rstrip("/") in self.entries or name in self.entries.get(parent, [])
+
+        def isdir(self, path: str) -> bool:
+            return path.rstrip("/") in self.entries
+
+    st = State(cwd="/w", vars={})
+    never = Hooks(lambda script, state: None)
+    tree = Hooks(lambda script, state: None, dirs=Tree())
+    assert expand_word(parse("x *.py").body.words[1], st, tree) == ["a.py", "b.py"]
+    assert expand_word(parse("x */*.py").body.words[1], st, tree) == ["pkg/c.py"]
+    assert expand_word(parse("x /w/p*/c.py").body.words[1], st, tree) == ["/w/pkg/c.py"]
+    assert expand_word(parse("x *.py").body.words[1], st, never) == ["*.py"]  # /w is not on this disk
