@@ -1,7 +1,7 @@
 """A small stand-in for ``dataclasses`` on guard-shell's hot path.
 
-``import dataclasses`` costs about 11 ms per process (it imports ``inspect``), paid by every
-command that needs the full analysis. This module gives the part of the API guard uses —
+``import dataclasses`` imports ``inspect``, a cost every command that needs the full analysis
+would pay. This module gives the part of the API guard uses —
 ``dataclass(frozen=…, slots=…)``, ``field(default=…, default_factory=…)``, ``replace``,
 ``asdict`` — with generated ``__init__``, ``__repr__``, ``__eq__`` and, when frozen,
 ``__hash__`` and read-only attributes. ``slots=True`` makes the class again with a slot per
@@ -13,9 +13,8 @@ A frozen record without slots is frozen by contract, checked where the contract 
 (tests/conftest.py sets it for the test suite; the guards it starts with its environment and
 their analysis servers inherit it) does the class also refuse assignment. A class's own
 ``__setattr__`` keeps CPython 3.11 from storing and reading its attributes the quick way (as
-instance values): the IR records, built and read hundreds of thousands of times per corpus
-pass, made the analysis 12% dearer with the check on (356,000 instructions per command against
-317,000, ``bench/analysis_bench.py --instructions``).
+instance values), and the IR records are built and read hundreds of thousands of times per
+corpus pass (``bench/results/design-measurements.md`` has the figures).
 """
 
 from __future__ import annotations

@@ -7,7 +7,7 @@ its path: a caller who finds the socket there is answered by a worker already fo
 
 Requests are answered by forked workers. ``POOL`` of them wait on the socket at any time; each
 has already run one analysis after the fork, so the pages a request touches are its own before
-the request arrives (copy-on-write faults would otherwise add about 2 ms). A worker answers one
+the request arrives, not copy-on-write faults it takes. A worker answers one
 connection and exits, and the server forks its replacement, so nothing one request does
 (environment, working directory, caches) is seen by the next. The worker runs
 ``guard.shell.main.guard_command`` on the caller's argv, working directory and environment exactly as
@@ -159,7 +159,7 @@ def serve_one(conn: socket.socket, current: Callable[[], bool] = lambda: True) -
         argv, cwd = [os.fsdecode(a) for a in argv_b], os.fsdecode(cwd_b)
         env = {os.fsdecode(k): os.fsdecode(v) for k, v in env_b.items()}
     # The analysis takes the environment as an argument; only these are read from os.environ
-    # (by expanduser and the cache folders), so only these are set: a full swap costs 0.3 ms.
+    # (by expanduser and the cache folders), so only these are set, not the whole environment.
     for name in HOME_VARS:
         if name in env:
             os.environ[name] = env[name]
@@ -335,7 +335,7 @@ def _warm_layering(key: tuple) -> None:
     """Run the warm-up commands once with the rule set now in effect for this layering (a
     learned one, or one read afresh that changed), so what the stages build from a set on
     first use (each program's candidate rules, their compiled conditions, the program specs)
-    is built here, for every worker, rather than in each request (a million instructions)."""
+    is built here, once for every worker, rather than in each request."""
     from guard.context import Context
     from guard.ruleset import load
 
@@ -356,7 +356,7 @@ _prctl: Callable[..., int] | None = None
 
 def _libc_prctl() -> Callable[..., int]:
     """libc's ``prctl``, looked up once, in the server: a worker that opened libc through ctypes
-    itself paid about 0.3 ms of CPU for it (the lookup's copy-on-write faults among it)."""
+    itself paid for the lookup and its copy-on-write faults on every request."""
     global _prctl
     if _prctl is None:
         import ctypes
@@ -376,16 +376,11 @@ def _die_with(parent: int) -> None:
 
 
 # A replacement is forked when the worker it replaces exits, just after that worker's reply:
-# while guard-shell runs the command the reply let through. Its pre-touch (2-4 ms of CPU, and
-# the copy-on-write faults it takes) then competed on two CPUs with that command, and when
-# commands follow closely, with the next request's analysis and guard-shell's imports. Under
-# perf sched (load about 2, 60 alternating runs), guard-shell's process tree spent a median
-# 4.5 ms of a parse-heavy command runnable but off the CPU with the pre-touch at once, 4.1 ms
-# with it 100 ms later. Running the pre-touch at SCHED_IDLE instead was worse (5.5 ms) on this
-# kernel's EEVDF scheduler, and a user without CAP_SYS_NICE cannot take the priority back. So a
-# replacement waits PREP_DELAY first, the short command it follows done by then (the next one
-# comes after the agent's own turn, seconds later); a caller that comes meanwhile is served at
-# once, without the pre-touch, as the other waiting worker would serve it.
+# while guard-shell runs the command the reply let through. Its pre-touch would compete for the
+# CPUs with that command (and, when commands follow closely, with the next request and
+# guard-shell's imports), and lowering its priority instead was worse and cannot be undone
+# without CAP_SYS_NICE. So a replacement waits PREP_DELAY first; a caller that comes meanwhile
+# is served at once, without the pre-touch. The measurements: bench/results/design-measurements.md.
 PREP_DELAY = 0.03
 TAKEN_WAIT = 0.001  # a worker waiting in accept takes a new connection within this
 
@@ -410,14 +405,10 @@ def _after_the_command(listener: socket.socket) -> bool:
 
 
 # The host snapshot the callers' commands source (Claude Code's wrapper sources one before
-# every command): the last one a worker named, which the pre-touch sources too. The definitions
-# it holds are kept in the server (``_learn_afresh``, by content), but a request was the first
-# in its worker to walk them and the snapshot's own code, and to write to the pages they are
-# on: the 90 KB snapshot's request took 1.4 ms more than the same command without it in a
-# fresh worker, 0.7 ms more in one that had run it once. Prepared with it, the request's CPU
-# went from 2.6 to 1.7 ms and its copy-on-write faults from 450 to 150 (the pre-touch 0.8 ms
-# more, after PREP_DELAY). Each worker reads the file afresh as a request does, so an edit is
-# seen; only the path is kept, and the next worker to serve another snapshot replaces it.
+# every command): the last one a worker named, which the pre-touch sources too, so the pages
+# its definitions and code are on are already the worker's own when a request walks them.
+# Each worker reads the file afresh as a request does, so an edit is seen; only the path is
+# kept, and the next worker to serve another snapshot replaces it.
 _prep_snapshot: list[str | None] = [None]
 
 
@@ -425,9 +416,7 @@ def _pre_touch(listener: socket.socket) -> None:
     """Run the common path once, so a request finds those pages already copied: the path a
     request takes after forget() (rules looked at again, caches rebuilt), for one command. Only
     while no caller waits: a pending connection ends it at the next step. One command is enough:
-    measured in forked workers, it leaves a request's CPU where four did (3.4 against 3.2 ms,
-    against 6.1 ms with none) for half the worker's CPU in all (12 against 24 ms), which under
-    load is CPU taken from the agents."""
+    more leave a request's CPU where it is and take CPU from the agents under load."""
     from guard.shell import hostwrap
     from guard.shell import main as shell
     command = warmup.COMMANDS[0]
