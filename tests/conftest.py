@@ -86,3 +86,47 @@ def isolated_rules(tmp_path, monkeypatch):
     monkeypatch.setattr(loader, "_loaded", {})
     monkeypatch.setattr(loader, "_stamped", {})
     monkeypatch.setattr(loader, "_reused", set())
+
+
+# The test files that start many processes, servers or real tools: each took 5 s or more of a
+# full run on this project's 2-CPU machine. `pytest -m 'not slow'` leaves them out, a lane for
+# the edit-test loop; `pytest` alone (the README's command, which CI runs) runs everything.
+SLOW_FILES = frozenset({
+    "tests/act/test_annotate_fixtures.py",
+    "tests/act/test_annotate_prefilter.py",
+    "tests/act/test_annotate_relay.py",
+    "tests/act/test_relay_bulk.py",
+    "tests/audit/test_audit_concurrency.py",
+    "tests/audit/test_audit_engines.py",
+    "tests/cli/test_check_stream.py",
+    "tests/cli/test_explain.py",
+    "tests/cli/test_fuzz.py",
+    "tests/hosts/test_wrappers.py",
+    "tests/integration/test_annotate_gitserver.py",
+    "tests/integration/test_annotate_real_tools.py",
+    "tests/integration/test_annotate_replay.py",
+    "tests/integration/test_annotate_tools.py",
+    "tests/parse/test_budgets.py",
+    "tests/parse/test_plain.py",
+    "tests/resolve/inline/test_inline_python_gate.py",
+    "tests/ruleset/test_authoring_lint.py",
+    "tests/ruleset/test_loader_fleet.py",
+    "tests/serve/test_load.py",
+    "tests/serve/test_server.py",
+    "tests/shell/test_launchers.py",
+    "tests/shell/test_shell_differential.py",
+    "tests/shell/test_shell_interactive.py",
+    "tests/shell/test_shell_run.py",
+    "tests/shell/test_shell_signals.py",
+    "tests/shell/test_special_paths.py",
+    "tests/shell/test_stdin_stream.py",
+    "tests/test_packaging.py",
+    "tests/test_record.py",
+})
+
+
+def pytest_collection_modifyitems(config: pytest.Config, items: list[pytest.Item]) -> None:
+    root = Path(__file__).resolve().parent.parent
+    for item in items:
+        if Path(str(item.fspath)).resolve().relative_to(root).as_posix() in SLOW_FILES:
+            item.add_marker(pytest.mark.slow)

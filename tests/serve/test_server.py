@@ -281,7 +281,7 @@ SLOW_START = ("import time\n_umask = server.os.umask\n"
               "def slow_umask(mask):\n    old = _umask(mask)\n    time.sleep(0.3)\n    return old\n"
               "server.os.umask = slow_umask\n_spawn = server._spawn_worker\n"
               "def slow_spawn(*a, **k):\n    time.sleep(client.READY_TIMEOUT + 0.5)\n    return _spawn(*a, **k)\n"
-              "server._spawn_worker = slow_spawn\nfrom guard.serve import client\n")
+              "server._spawn_worker = slow_spawn\nfrom guard.shell import client\n")
 
 
 @pytest.mark.parametrize("stale", [False, True])
@@ -675,7 +675,7 @@ def test_a_mount_over_the_rule_folder_between_requests_is_seen_by_the_next(sock:
 
 def test_a_caller_in_another_mount_namespace_is_not_answered(sock: str) -> None:
     start_server(sock)
-    code = ("import os, sys\nfrom guard.serve import client\n"
+    code = ("import os, sys\nfrom guard.shell import client\n"
             "print(client.ask([b'-c', b'git status'], '/', {b'PATH': b'/usr/bin'}, start=False))\n")
     p = subprocess.run(["unshare", "-m", sys.executable, "-c", code], cwd=REPO, capture_output=True, text=True)
     if p.returncode != 0:
