@@ -30,6 +30,9 @@ class Context:
     # Files the shell reads before the command (a login shell's profiles): what they define
     # becomes the state; what they run is the machine's own set-up and is not judged.
     startup_files: tuple[str, ...] = ()
+    # GUARD_MODE as given (refuse, warn or observe): every refusing rule's action unless the
+    # config names the rule or its category (guard.ruleset.actions)
+    mode: str | None = None
 
     @property
     def home(self) -> str:
@@ -69,6 +72,8 @@ class Context:
             raw = env.get("GUARD_RULES", "")
             rule_paths = tuple(p for p in raw.split(":") if p)
         strict = env.get("GUARD_STRICT", "") in ("1", "true", "yes")
+        if "mode" not in kw:
+            kw["mode"] = env.get("GUARD_MODE") or None
         return cls(
             cwd=cwd,
             trees=trees or (),  # empty: the config (or the shipped default) decides

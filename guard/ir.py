@@ -282,3 +282,8 @@ class Verdict:
     also: tuple[str, ...] = ()
     # for each invocation: whether its repository (or cwd) is in the tree; None when unknown
     in_tree: tuple[bool | None, ...] = ()
+    # what the matched rule does (guard.ruleset.actions): "refuse" with a refusal; "warn" or
+    # "observe" with verdict "allow" and the refusal it stands for in the fields above; None
+    # when no refusing rule matched
+    action: str | None = None
+    action_source: str | None = None  # where the action comes from, for guard explain

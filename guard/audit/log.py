@@ -107,8 +107,10 @@ def build_record(
     tool: str | None,
     via: list[str],
     rules_digest: str | None = None,
+    action: str | None = None,
 ) -> dict[str, Any]:
-    """One audit record. ``kind`` is ``"refusal"`` or ``"annotation"``; ``env`` supplies
+    """One audit record. ``kind`` is ``"refusal"``, ``"trial"`` (a rule on trial matched a
+    command that ran; ``action`` says ``warned`` or ``observed``) or ``"annotation"``; ``env`` supplies
     ``GUARD_AGENT``, ``GUARD_THREAD`` and ``GUARD_ROLE``. The command is redacted and capped."""
     from guard import __version__
 
@@ -138,13 +140,18 @@ def build_record(
         "version": __version__,
         "rules_digest": rules_digest,
         "schema": SCHEMA,
+        **({"action": action} if action else {}),
     }
+
+
+# What the record says was done, by the action the rule took (guard.ruleset.actions).
+TAKEN = {"refuse": "refused", "warn": "warned", "observe": "observed"}
 
 
 # Fields that never hold free text from a command or its output; everything else is redacted.
 _PLAIN_FIELDS = frozenset(
     ("id", "ts", "kind", "verdict", "category", "rule", "tool", "agent", "thread", "role", "host",
-     "command_chars", "command_sha256", "version", "rules_digest", "schema", "exit_status", "in_tree")
+     "command_chars", "command_sha256", "version", "rules_digest", "schema", "exit_status", "in_tree", "action")
 )  # fmt: skip
 
 

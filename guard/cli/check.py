@@ -52,6 +52,9 @@ def verdict_json(v: Verdict, id_: Any = None, with_id: bool = False) -> dict[str
     )
     if v.rule_source:
         out["rule_source"] = v.rule_source
+    if v.action and v.action != "refuse":  # a rule on trial matched: the command runs
+        out["action"] = v.action
+        out["action_source"] = v.action_source
     return out
 
 
@@ -231,8 +234,10 @@ def cmd_check(argv: list[str]) -> int:
     res.pop("id", None)
     if ns.json:
         print(json.dumps(res, ensure_ascii=False))
-    elif res["verdict"] == "refuse":
+    elif res["verdict"] == "refuse" or res.get("action") == "warn":
         print(res["message"])
+    elif res.get("action") == "observe":
+        print(f"allow (observed: rule {res['rule']} would refuse it, {res['category']})")
     else:
         unresolved = res.get("unresolved") or []
         print("allow" + (f" (unresolved: {'; '.join(unresolved)})" if unresolved else ""))
@@ -639,8 +644,12 @@ def explain_text(ex: Explanation) -> str:
     if v.unresolved:
         lines.append("unresolved:")
         lines.extend(f"  - {u}" for u in v.unresolved)
-    if v.verdict == "refuse":
-        lines.append(f"verdict: refuse ({v.category}) by rule {v.rule} at {v.rule_source}")
+    if v.verdict == "refuse" or v.action in ("warn", "observe"):
+        if v.verdict == "refuse":
+            lines.append(f"verdict: refuse ({v.category}) by rule {v.rule} at {v.rule_source}")
+        else:
+            lines.append(f"verdict: allow, {v.action} ({v.category}) by rule {v.rule} at {v.rule_source}")
+        lines.append(f"action: {v.action} (from {v.action_source})")
         lines.append(f"tool: {v.tool or '-'}")
         lines.append(f"message: {v.message}")
     else:

@@ -9,6 +9,7 @@ from dataclasses import dataclass, field
 from pathlib import Path
 from typing import Any
 
+from guard.ruleset.actions import effective, mode_of
 from guard.ruleset.compile import compile_files, compile_for_load
 from guard.ruleset.layers import Layer, display, rule_layers
 
@@ -89,7 +90,18 @@ def cmd_lint(t: Target, out: Any) -> int:
         return 1
     print(f"rules ok: {_plural(nfiles, 'file')}, {len(c.ruleset.rules)} command rules and "
           f"{len(c.annotations)} annotations in effect", file=out)
+    trial = _on_trial(c.ruleset)
+    if trial:  # never weaker by accident: say which rules do not refuse
+        print(f"on trial (they do not refuse): {', '.join(f'{rid} ({a})' for rid, a in trial)}"
+              f"; guard rules list shows every rule's action", file=out)
     return 0
+
+
+def _on_trial(rs: Any) -> list[tuple[str, str]]:
+    """The refusing rules whose action here (config, GUARD_MODE) is warn or observe."""
+    mode, _ = mode_of(os.environ.get("GUARD_MODE"))
+    actions = [(r["id"], effective(r, rs.config, mode)[0]) for r in rs.rules if r.get("verdict") != "allow"]
+    return [(rid, a) for rid, a in actions if a != "refuse"]
 
 
 def cmd_test(t: Target, out: Any) -> int:
@@ -126,15 +138,21 @@ def cmd_list(t: Target, out: Any) -> int:
     else:
         rs = compile_for_load(t.layers)  # what the loader would use: without rules whose examples fail
     width = max([len(r["id"]) for r in rs.rules] + [len(a["id"]) for a in rs.annotations] + [10])
-    print(f"{'id':<{width}}  {'verdict':<12}  {'tool':<13}  source", file=out)
+    mode, mode_note = mode_of(os.environ.get("GUARD_MODE"))
+    if mode_note:
+        print(f"guard: {mode_note}", file=sys.stderr)
+    print(f"{'id':<{width}}  {'verdict':<12}  {'action':<8}  {'tool':<13}  source", file=out)
     for r in rs.rules:
-        verdict = "allow" if r.get("verdict") == "allow" else str(r.get("category"))
+        allow = r.get("verdict") == "allow"
+        verdict = "allow" if allow else str(r.get("category"))
+        action = "-" if allow else effective(r, rs.config, mode)[0]  # what a match does here and now
         note = ""
         if r["id"] in c.replaced:
             note = "  (replaces " + ", ".join(c.replaced[r["id"]]) + ")"
-        print(f"{r['id']:<{width}}  {verdict:<12}  {r.get('tool') or '-':<13}  {r['source']}{note}", file=out)
+        print(f"{r['id']:<{width}}  {verdict:<12}  {action:<8}  {r.get('tool') or '-':<13}  {r['source']}{note}",
+              file=out)
     for d in rs.disabled:
-        print(f"{d['id']:<{width}}  {'disabled':<12}  {'-':<13}  {d['source']}  (by {d['by']})", file=out)
+        print(f"{d['id']:<{width}}  {'disabled':<12}  {'-':<8}  {'-':<13}  {d['source']}  (by {d['by']})", file=out)
     for line in rs.dropped:
         print(f"not loaded: {line}", file=out)
     if rs.annotations:

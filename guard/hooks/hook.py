@@ -102,12 +102,14 @@ def record(host: Host, call: Call, decision: Any, cwd: str, env: Mapping[str, st
 
         v = decision.verdict
         matched = getattr(v, "matched", None)
+        trial = decision.action != "refuse"  # a rule on trial (warn, observe) matched; the command runs
         rec = log.build_record(
-            "refusal",
+            "trial" if trial else "refusal",
             call.command,
             cwd=cwd,
             env=env,
-            verdict="refuse",
+            verdict="allow" if trial else "refuse",
+            action=log.TAKEN[v.action] if trial else "refused",
             category=getattr(v, "category", None) or ("internal-error" if decision.error else None),
             rule=getattr(v, "rule", None),
             tool=getattr(v, "tool", None),
@@ -126,8 +128,13 @@ def answer(host: Host, payload: Any, env: Mapping[str, str]) -> Answer:
     cwd = call.cwd if call.cwd and os.path.isabs(call.cwd) else _cwd()
     served = _served(host, call, cwd, env)
     if served is not None and served[0] != b"refuse":
-        if served[1]:  # a fail-open notice: the host shows stderr in its log
-            sys.stderr.write(served[1].decode("utf-8", "replace"))
+        said = served[1].decode("utf-8", "replace")
+        from guard.ruleset.actions import WARNING
+
+        if said.startswith(WARNING) and host.notice is not None:  # a rule in warn; the server logged it
+            return host.notice(said.strip())
+        if said:  # a fail-open notice: the host shows stderr in its log
+            sys.stderr.write(said)
         return host.allow
     from guard.shell.decide import analysis_text, decide
 
@@ -138,6 +145,11 @@ def answer(host: Host, payload: Any, env: Mapping[str, str]) -> Answer:
         message = served[1].decode("utf-8", "replace").strip() or "guard: command refused"
         return host.deny(Refusal(message, structured(decision.verdict, message)))
     if decision.action != "refuse":
+        trial = getattr(decision.verdict, "action", None)
+        if trial in ("warn", "observe"):
+            record(host, call, decision, cwd, env)
+        if trial == "warn" and decision.message and host.notice is not None:
+            return host.notice(decision.message)  # the host's non-blocking context: the model reads it
         if decision.message:
             print(decision.message, file=sys.stderr)
         return host.allow

@@ -70,6 +70,9 @@ class Host:
     deny: Callable[[Refusal], Answer]
     allow: Answer  # no decision: the host's own permission flow goes on
     malformed_status: int  # the host's documented non-blocking exit for a failed hook
+    # a warning the model reads while the command runs (a rule in warn), where the host's
+    # protocol has such a form; None: it goes to the hook's stderr, and the command runs
+    notice: Callable[[str], Answer] | None = None
 
 
 def _obj(payload: object) -> Mapping[str, Any]:
@@ -157,6 +160,12 @@ def _opencode_read(payload: Mapping[str, Any]) -> Call | None:
 # --------------------------------------------------------------------------- answers
 
 
+def _claude_notice(message: str) -> Answer:
+    """No decision (the host's own permission flow goes on), and context the model reads."""
+    return Answer(json.dumps({"hookSpecificOutput": {"hookEventName": "PreToolUse", "additionalContext": message}},
+                             ensure_ascii=False))
+
+
 def _claude_deny(r: Refusal) -> Answer:
     out = {
         "hookSpecificOutput": {
@@ -199,7 +208,7 @@ def _opencode_deny(r: Refusal) -> Answer:
 
 
 HOSTS: dict[str, Host] = {
-    "claude": Host("claude-code", _tool_input_reader("Bash"), _claude_deny, Answer(""), 1),
+    "claude": Host("claude-code", _tool_input_reader("Bash"), _claude_deny, Answer(""), 1, _claude_notice),
     "codex": Host("codex", _tool_input_reader("Bash"), _codex_deny, Answer(""), 1),
     # Gemini parses stdout as JSON on exit 0: an empty object is "no decision".
     "gemini": Host("gemini-cli", _tool_input_reader("run_shell_command"), _gemini_deny, Answer("{}"), 1),

@@ -11,6 +11,7 @@ from guard.policy.facts import World, facts_for, quiet_facts, quiet_program, whe
 from guard.policy.match import compile_cond, match_compiled
 from guard.policy.messages import render
 from guard.record import replace
+from guard.ruleset.actions import STRENGTH, WARNING, effective, mode_of
 from guard.ruleset.derived import Derived, derived
 from guard.ruleset.model import RuleSet, per_set
 from guard.ruleset.programs import spec_for
@@ -55,8 +56,11 @@ _PLACE = {"tree": True, "outside": False}  # where an invocation runs, as Verdic
 def classify(script: Script, res: Resolution, ctx: Context, rs: RuleSet) -> Verdict:
     world = world_of(ctx, rs)
     compiled = _compiled(rs)
+    mode, mode_note = mode_of(ctx.mode)
     writes = compiled.derived.writes
     notes = list(res.unresolved)
+    if mode_note:
+        notes.append(mode_note)
     hits: list[tuple[int, int, dict, Invocation, dict, bool]] = []
     places: list[bool | None] = []
     quiet = compiled.quiet
@@ -94,6 +98,8 @@ def classify(script: Script, res: Resolution, ctx: Context, rs: RuleSet) -> Verd
             if m == "unknown" and not (cat in writes or ctx.strict):
                 notes.append(f"{_what(inv, facts, world.programs)}: repository path unknown, not refused")
                 continue
+            # the first rule that matches answers for the invocation, on trial or not: a rule
+            # put on observe does not hand its invocations to a catch-all behind it
             hits.append((rank, idx, rule, inv, facts, m == "unknown"))
             break
     out = res.invocations
@@ -101,8 +107,13 @@ def classify(script: Script, res: Resolution, ctx: Context, rs: RuleSet) -> Verd
         # positionally, in Verdict's field order (verdict, category, rule, tool, message,
         # invocations, unresolved, parser, rule_source, matched, also, in_tree): one per command
         return Verdict("allow", None, None, None, None, out, tuple(notes), script.parser, None, None, (), tuple(places))
-    hits.sort(key=lambda h: (h[0], h[1]))
+    # the strongest action any matched rule takes decides; among its rules, precedence and order
+    hits.sort(key=lambda h: (STRENGTH[compiled.action_of(h[2], mode)], h[0], h[1]))
     _, _, rule, inv, facts, unknown = hits[0]
+    action, action_source = compiled.action_with_source(rule, mode)
+    # the others the message names are what this action also does: a refusal never names what a
+    # rule on trial matched, and a warning never what only an observed rule did
+    hits = [h for h in hits if compiled.action_of(h[2], mode) == action]
     others = []
     for h in hits[1:]:
         cat = h[2].get("category")
@@ -110,8 +121,10 @@ def classify(script: Script, res: Resolution, ctx: Context, rs: RuleSet) -> Verd
             others.append((cat, _what(h[3], h[4], world.programs)))
     message = render(rule, inv, facts, ctx, rs.config, _what(inv, facts, world.programs), unknown=unknown,
                      others=others, scanned=script.parser == "scan")
+    if action == "warn":  # the command runs: the agent reads the route, not a refusal
+        message = WARNING + message.removeprefix("Refused: ").replace(" Also refused: ", " Also: ")
     return Verdict(
-        "refuse",
+        "refuse" if action == "refuse" else "allow",
         category=rule.get("category"),
         rule=rule["id"],
         tool=rule.get("tool"),
@@ -123,6 +136,8 @@ def classify(script: Script, res: Resolution, ctx: Context, rs: RuleSet) -> Verd
         matched=inv,
         also=tuple(o[0] for o in others),
         in_tree=tuple(places),
+        action=action,
+        action_source=action_source,
     )
 
 
@@ -146,6 +161,18 @@ class _Compiled:
         # per program: whether ``facts_for`` takes its short way for it (``quiet_program``),
         # which depends on the program name and the rule set only
         self.quiet: dict[str, bool] = {}
+        # (rule id, GUARD_MODE) → (action, where it comes from): config and rule are fixed per set
+        self.actions: dict[tuple[str, str | None], tuple[str, str]] = {}
+
+    def action_with_source(self, rule: dict, mode: str | None) -> tuple[str, str]:
+        key = (rule["id"], mode)
+        got = self.actions.get(key)
+        if got is None:
+            got = self.actions[key] = effective(rule, self.rs.config, mode)
+        return got
+
+    def action_of(self, rule: dict, mode: str | None) -> str:
+        return self.action_with_source(rule, mode)[0]
 
     def is_quiet(self, program: str, world: World) -> bool:
         """``quiet_program``, kept for the next invocation of the same program (a few hundred

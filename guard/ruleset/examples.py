@@ -109,20 +109,22 @@ def judge_example(rule: Mapping[str, Any], kind: str, command: str, ctx: Any, rs
     rid = rule["id"]
     allow_rule = rule.get("verdict") == "allow"
     q = json.dumps(command, ensure_ascii=False)
-    by = f"{v.rule} ({v.category}, {v.rule_source})" if v.verdict == "refuse" else ""
+    # a rule on trial (warn, observe) is judged on what it matches: its examples hold in every mode
+    refused = v.verdict == "refuse" or v.action in ("warn", "observe")
+    by = f"{v.rule} ({v.category}, {v.rule_source})" if refused else ""
     if allow_rule:
-        if kind == "allow" and v.verdict == "refuse":
+        if kind == "allow" and refused:
             return False, f"{q} was refused by {by}; expected allow rule {rid} to let it through" + _why_not(rule, res, ectx, rs)
-        if kind == "refuse" and v.verdict != "refuse":
+        if kind == "refuse" and not refused:
             return False, f"{q} was allowed; expected it refused (allow rule {rid} must not exempt it)"
         return True, ""
     if kind == "allow":
-        if v.verdict == "refuse" and v.rule == rid:
+        if refused and v.rule == rid:
             return False, f"{q} was refused by {rid}; expected {rid} not to refuse it"
         return True, ""
-    if v.verdict == "refuse" and v.rule == rid:
+    if refused and v.rule == rid:
         return True, ""
-    if v.verdict == "refuse":
+    if refused:
         beaten = _beaten_by(rule, v, res, ectx, rs)
         if beaten:
             return False, f"{q} was refused by {by}, not by {rid}: {beaten}"

@@ -166,6 +166,8 @@ def decide(
         verdict = _analyze_bounded(analysis_text(command), ctx)
         kind = getattr(verdict, "verdict", None)
         if kind == "allow":
+            if getattr(verdict, "action", None) == "warn":  # a rule on trial: run, and say the route
+                return Decision("run", getattr(verdict, "message", None), verdict=verdict)
             return Decision("run", verdict=verdict)
         if kind == "refuse":
             message = getattr(verdict, "message", None) or "guard: command refused"
@@ -202,9 +204,15 @@ def passes_precheck(
 # --------------------------------------------------------------------------- audit
 
 
+def on_trial(decision: Decision) -> bool:
+    """Whether a rule on trial (warn, observe) matched a command that runs: it is logged too."""
+    return decision.action == "run" and getattr(decision.verdict, "action", None) in ("warn", "observe")
+
+
 def record_refusal(command: str, decision: Decision, cwd: str | None, environ: dict[str, str] | None = None,
                    client: str | None = None) -> None:
-    """Append the refusal to the audit log. A logging failure never changes the verdict."""
+    """Append the refusal (or what a rule on trial would have refused) to the audit log. A
+    logging failure never changes the verdict."""
     try:
         from guard.audit import log
 
@@ -212,12 +220,14 @@ def record_refusal(command: str, decision: Decision, cwd: str | None, environ: d
         v = decision.verdict
         matched = getattr(v, "matched", None)
         via = list(getattr(matched, "via", ()) or ())
+        trial = on_trial(decision)
         record = log.build_record(
-            "refusal",
+            "trial" if trial else "refusal",
             command,
             cwd=cwd or "",
             env=env,
-            verdict="refuse",
+            verdict="allow" if trial else "refuse",
+            action=log.TAKEN[v.action] if trial else "refused",  # type: ignore[union-attr]
             category=getattr(v, "category", None) or ("internal-error" if decision.error else None),
             rule=getattr(v, "rule", None),
             tool=getattr(v, "tool", None),

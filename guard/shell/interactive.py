@@ -33,6 +33,7 @@ from guard.shell.decide import (
     decide_in,
     failure_decision,
     launch,
+    on_trial,
     real_shell,
     record_refusal,
     say,
@@ -469,6 +470,8 @@ def interactive_session(parsed: ShellArgs) -> int:
             decision = decide_in(text, st)
             if decision.message:
                 session._emit((decision.message.rstrip("\n") + "\n").replace("\n", "\r\n").encode())
+            if on_trial(decision):
+                record_refusal(text, decision, st.cwd)
             if decision.action == "refuse":
                 record_refusal(text, decision, st.cwd)
                 alive = session.set_status(REFUSED_STATUS)

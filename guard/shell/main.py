@@ -30,6 +30,7 @@ from guard.shell.decide import (
     exit_now,
     failed,
     launch,
+    on_trial,
     passes_precheck,
     record_refusal,
     replied,
@@ -309,9 +310,10 @@ def guard_command(
         decision = decide(part, cwd=cwd, functions=functions, env=env, startup=profiles if part is own else ())
         if decision.message:
             say(decision.message)
-        if decision.action == "refuse":
+        if decision.action == "refuse" or on_trial(decision):
             logged = wrapped.inner if wrapped and part is own else part
             record_refusal(logged, decision, cwd, env, client=hostwrap.client(environ, wrapped))
+        if decision.action == "refuse":
             break
     return decision
 

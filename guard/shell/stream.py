@@ -27,7 +27,7 @@ import signal
 import sys
 
 from guard.shell.args import ShellArgs
-from guard.shell.decide import REFUSED_STATUS, decide_in, launch, real_shell, record_refusal, say
+from guard.shell.decide import REFUSED_STATUS, decide_in, launch, on_trial, real_shell, record_refusal, say
 from guard.shell.session import INCOMPLETE, ends_with_continuation, parse_state
 from guard.system.fdio import read_exact, write_all
 
@@ -419,6 +419,8 @@ def feed(in_fd: int, cmd_fd: int, state_fd: int, stdin_fd: int, nonce: str, name
         if decision.message:
             say(decision.message)
         full = False
+        if on_trial(decision):
+            record_refusal(text, decision, state.cwd)
         if decision.action == "refuse":
             record_refusal(text, decision, state.cwd)
             lines = raw.count(b"\n") + (0 if raw.endswith(b"\n") else 1)
@@ -445,6 +447,8 @@ def feed(in_fd: int, cmd_fd: int, state_fd: int, stdin_fd: int, nonce: str, name
             decision = decide_in(more, state)
             if decision.message:
                 say(decision.message)
+            if on_trial(decision):
+                record_refusal(more, decision, state.cwd)
             if decision.action == "refuse":
                 record_refusal(more, decision, state.cwd)
                 return 0  # the shell then reads end of input: nothing of the rest runs

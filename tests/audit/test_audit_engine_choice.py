@@ -160,7 +160,8 @@ def test_sql_needs_no_log_and_shows_the_filters(capsysbinary: pytest.CaptureFixt
     )
     sql = capsysbinary.readouterr().out.decode()
     assert (
-        "CREATE VIEW kept AS SELECT * FROM records WHERE t >= epoch(TIMESTAMPTZ '2026-03-03T00:00:00.000000+00:00')"
+        "CREATE VIEW kept AS SELECT * FROM records WHERE coalesce(kind, '') <> 'trial'"
+        " AND t >= epoch(TIMESTAMPTZ '2026-03-03T00:00:00.000000+00:00')"
         " AND (coalesce(rule, '') GLOB 'git-*' OR coalesce(rule, '') GLOB 'gh-?r');"
     ) in sql
     assert report.main(["--sql", "--agent", "o'brien"]) == 0

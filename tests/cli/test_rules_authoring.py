@@ -108,10 +108,10 @@ def test_list_shows_the_effective_set_with_sources_overrides_and_disabled(tmp_pa
     code, out = run(capsys, "list")
     assert code == 0
     rows = {line.split()[0]: line for line in out if line and not line.startswith(("id ", "annotation "))}
-    assert re.match(rf"lfs-push +publish +git_push +{re.escape(str(d / 'a.yaml'))}:2$", rows["lfs-push"])
-    assert re.search(rf"git-push +publish +git_push +{re.escape(str(d / 'b.yaml'))}:4 +\(replaces rules/commands/publish\.yaml:\d+\)$",
+    assert re.match(rf"lfs-push +publish +refuse +git_push +{re.escape(str(d / 'a.yaml'))}:2$", rows["lfs-push"])
+    assert re.search(rf"git-push +publish +refuse +git_push +{re.escape(str(d / 'b.yaml'))}:4 +\(replaces rules/commands/publish\.yaml:\d+\)$",
                      rows["git-push"])
-    assert re.search(rf"gh-auth +disabled +- +rules/commands/tokens\.yaml:\d+ +\(by {re.escape(str(d / 'b.yaml'))}:2\)$",
+    assert re.search(rf"gh-auth +disabled +- +- +rules/commands/tokens\.yaml:\d+ +\(by {re.escape(str(d / 'b.yaml'))}:2\)$",
                      rows["gh-auth"])
     assert re.match(rf"bitbucket-auth +credential +git_clone +{re.escape(str(d / 'a.yaml'))}:13$", rows["bitbucket-auth"])
     assert re.match(r"git-terminal-prompts-disabled +credential +git_clone +rules/stderr/git\.yaml:\d+$",

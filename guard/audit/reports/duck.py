@@ -46,7 +46,7 @@ PIECE = 64 * 1024 * 1024  # bytes of log DuckDB reads as one value
 # memory_limit). An in-memory database spills too, but at ten million records its report's
 # queries, reading the spilled pages back, cost more than the file saves.
 MEMORY_DB_BYTES = 512 * 1024 * 1024
-_FIELDS = ("id", "ts", "verdict", "kind", "rule", "category", "agent", "thread", "command", "role")
+_FIELDS = ("id", "ts", "verdict", "kind", "rule", "category", "agent", "thread", "command", "role", "action")
 _STRING_FIELDS = _FIELDS[2:]
 # A lone surrogate (a JSON "\\udXXX" escape) cannot be held by DuckDB: it travels as a character
 # of Supplementary Private Use Area-B and is turned back on the way out.
@@ -116,7 +116,7 @@ FROM (
 _CREATE_PARSED = """
 CREATE TABLE parsed (src INTEGER, lineno BIGINT, pos INTEGER, odd VARCHAR, id VARCHAR, ts VARCHAR,
   verdict VARCHAR, kind VARCHAR, rule VARCHAR, category VARCHAR, agent VARCHAR, thread VARCHAR,
-  command VARCHAR, role VARCHAR, raw VARCHAR, t_us BIGINT)
+  command VARCHAR, role VARCHAR, action VARCHAR, raw VARCHAR, t_us BIGINT)
 """
 
 _MACROS = """
@@ -397,7 +397,8 @@ class DuckEngine:
             SELECT {fields}, raw, t_us, t_us / 1000000 AS t FROM parsed WHERE odd IS NULL AND t_us IS NOT NULL
             """
         )
-        con.execute("CREATE VIEW kept AS SELECT * FROM records")
+        con.execute(f"CREATE VIEW kept AS SELECT * FROM records WHERE {queries.NOT_TRIAL}")
+        con.execute(f"CREATE VIEW trial AS SELECT * FROM records WHERE NOT ({queries.NOT_TRIAL})")
 
     # ------------------------------------------------------------------ filtering
 
@@ -425,10 +426,10 @@ class DuckEngine:
             shown.append(
                 "(" + " OR ".join(f"coalesce({name}, '') GLOB {_sql_text(p)}" for p in patterns) + ")"
             )
-        self.con.execute(
-            "CREATE OR REPLACE VIEW kept AS SELECT * FROM records"
-            + (" WHERE " + " AND ".join(where) if where else "")
-        )
+        chosen = " AND ".join(where)
+        for view, which in (("kept", queries.NOT_TRIAL), ("trial", f"NOT ({queries.NOT_TRIAL})")):
+            self.con.execute(f"CREATE OR REPLACE VIEW {view} AS SELECT * FROM records WHERE {which}"
+                             + (f" AND {chosen}" if chosen else ""))
         return " AND ".join(shown)
 
     # ------------------------------------------------------------------ the report
@@ -571,9 +572,19 @@ class DuckEngine:
             {"per_day_category": per_day_category, "annotations": annotations, "commands": commands}
         )
 
+    def trial_records(self) -> Iterator[tuple[float, Record]]:
+        """(t, record) of what rules on trial (warn, observe) matched, in (ts, id) order."""
+        names = ("rule", "category", "agent", "thread", "command", "action")
+        cur = self.con.execute(f"SELECT t, {', '.join(names)} FROM trial ORDER BY t, id")
+        while batch := cur.fetchmany(10000):
+            for t, *values in batch:
+                yield t, {k: None if v is None else _unmask(v) for k, v in zip(names, values, strict=True)}
+
     def records(self) -> Iterator[Record]:
-        """The kept records in (ts, id) order, as the log holds them."""
-        cur = self.con.execute("SELECT raw FROM kept ORDER BY t, id")
+        """The kept records, trial ones included, in (ts, id) order, as the log holds them."""
+        cur = self.con.execute(
+            "SELECT raw FROM (SELECT raw, t, id FROM kept UNION ALL SELECT raw, t, id FROM trial) ORDER BY t, id"
+        )
         while batch := cur.fetchmany(10000):
             for (raw,) in batch:
                 yield json.loads(_unmask(raw))

@@ -45,6 +45,11 @@ def is_refusal(rec: Record) -> bool:
     return rec.get("verdict") == "refuse" or rec.get("kind") == "refusal"
 
 
+def is_trial(rec: Record) -> bool:
+    """What a rule on trial (warn, observe) matched: reported on its own (``trial_report``)."""
+    return rec.get("kind") == "trial"
+
+
 def top(items: Iterable[object], n: int) -> list[tuple[str, int]]:
     counts = Counter(x if isinstance(x, str) else "-" if x is None else str(x) for x in items)
     return sorted(counts.items(), key=lambda kv: (-kv[1], kv[0]))[:n]
@@ -117,6 +122,36 @@ def per_day(records: list[tuple[float, Record]]) -> list[tuple[str, int, int]]:
         days.append((d.isoformat(), refusals[d], others[d]))
         d += timedelta(days=1)
     return days
+
+
+def trial_report(records: Iterable[tuple[float, Record]], top_n: int, window_s: float) -> list[dict[str, Any]]:
+    """Per rule on trial (warn, observe): how often it matched, on which agents and threads, the
+    commands, and how often the same thread met the same rule again within ``window_s`` of the
+    last time (a repeat: the agent went on trying that kind of command). Most matches first."""
+    rows: dict[str, dict[str, Any]] = {}
+    last: dict[tuple[str, str, str], float] = {}
+    for t, rec in records:
+        rule = _key(rec.get("rule"))
+        row = rows.setdefault(rule, {"rule": rule, "category": _key(rec.get("category")), "matches": 0,
+                                     "warned": 0, "observed": 0, "repeats": 0, "agents": set(), "threads": set(),
+                                     "commands": Counter()})
+        row["matches"] += 1
+        action = rec.get("action")
+        if action in ("warned", "observed"):
+            row[action] += 1
+        agent, thread = _named(rec.get("agent")), _named(rec.get("thread"))
+        row["agents"].add(agent)
+        row["threads"].add((agent, thread))
+        row["commands"][normalise_command(str(rec.get("command") or ""))] += 1
+        key = (agent, thread, rule)
+        if key in last and t - last[key] <= window_s:
+            row["repeats"] += 1
+        last[key] = t
+    out = []
+    for row in sorted(rows.values(), key=lambda r: (-r["matches"], r["rule"])):
+        out.append({**row, "agents": len(row["agents"]), "threads": len(row["threads"]),
+                    "commands": _pairs(sorted(row["commands"].items(), key=lambda kv: (-kv[1], kv[0]))[:top_n])})
+    return out
 
 
 @dataclass
@@ -215,7 +250,9 @@ class PythonEngine:
 
     def __init__(self, paths: list[str], stdin: Any, **_: Any) -> None:
         self.loaded = load(streams(paths, stdin))
-        self.kept: list[tuple[float, Record]] = self.loaded.records
+        self.kept: list[tuple[float, Record]] = [(t, r) for t, r in self.loaded.records if not is_trial(r)]
+        self.trial: list[tuple[float, Record]] = [(t, r) for t, r in self.loaded.records if is_trial(r)]
+        self.chosen = self.loaded.records  # every record the filters keep, trial ones included
 
     def __enter__(self) -> PythonEngine:
         return self
@@ -227,14 +264,19 @@ class PythonEngine:
         self, since: float | None, until: float | None, fields: tuple[tuple[str, tuple[str, ...]], ...]
     ) -> str:
         filters = Filters(since, until, fields)
-        self.kept = [(t, r) for t, r in self.loaded.records if filters.keep(t, r)]
+        chosen = self.chosen = [(t, r) for t, r in self.loaded.records if filters.keep(t, r)]
+        self.kept = [(t, r) for t, r in chosen if not is_trial(r)]
+        self.trial = [(t, r) for t, r in chosen if is_trial(r)]
         return ""
+
+    def trial_records(self) -> Iterable[tuple[float, Record]]:
+        return iter(self.trial)
 
     def report(self, top_n: int, window_minutes: float, rule_ids: list[str] | None) -> dict[str, Any]:
         return Report(self.loaded, self.kept, top_n, window_minutes, rule_ids).as_dict()
 
     def records(self) -> Iterable[Record]:
-        return (r for _, r in self.kept)
+        return (r for _, r in self.chosen)
 
     def details(self, data: dict[str, Any], top_n: int, window_minutes: float) -> dict[str, Any]:
         refused = [(t, r) for t, r in self.kept if is_refusal(r)]

@@ -21,8 +21,8 @@ SCHEMA = """\
 CREATE TABLE guard_audit (
   id             VARCHAR NOT NULL,  -- 26-character ULID: 48 bits of milliseconds, 80 random bits
   ts             VARCHAR NOT NULL,  -- RFC 3339 UTC with milliseconds: 2026-03-02T09:12:53.984Z
-  kind           VARCHAR,           -- refusal | annotation
-  verdict        VARCHAR,           -- refuse | annotate
+  kind           VARCHAR,           -- refusal | trial | annotation
+  verdict        VARCHAR,           -- refuse | allow (trial) | annotate
   category       VARCHAR,           -- the rule's category: publish, mutate, read-probe, credential…
   rule           VARCHAR,           -- the id of the rule that refused or annotated
   tool           VARCHAR,           -- the tool the message points to: git_push, gh_pr_create…
@@ -44,7 +44,8 @@ CREATE TABLE guard_audit (
   message        VARCHAR,           -- annotation: the explanation appended to stderr
   rule_source    VARCHAR,           -- annotation: the rule file
   captures       JSON,              -- annotation: what the rule's pattern captured
-  truncated_record BOOLEAN          -- only the identifying fields were kept (record over 16 KiB)
+  truncated_record BOOLEAN,         -- only the identifying fields were kept (record over 16 KiB)
+  action         VARCHAR            -- refused | warned | observed: what the matching rule did
 );
 """
 
@@ -268,6 +269,11 @@ REPORT = (
 )
 
 
+# What a rule on trial (warn, observe) matched is reported on its own: never a refusal or an
+# annotation in the report's other tables.
+NOT_TRIAL = "coalesce(kind, '') <> 'trial'"
+
+
 def kept_where(
     since: float | None, until: float | None, fields: tuple[tuple[str, tuple[str, ...]], ...]
 ) -> str:
@@ -301,7 +307,7 @@ def render_sql(kept_where: str, top_n: int, window_s: float) -> str:
         SCHEMA,
         RECORDS,
         "-- The records the report's filters keep.",
-        f"CREATE VIEW kept AS SELECT * FROM records{' WHERE ' + kept_where if kept_where else ''};\n",
+        f"CREATE VIEW kept AS SELECT * FROM records WHERE {NOT_TRIAL}{' AND ' + kept_where if kept_where else ''};\n",
     ]
     for title, sql in REPORT:
         out.append(f"-- {title}")

@@ -165,6 +165,19 @@ def render_text(data: dict[str, Any], top_n: int) -> str:
         )
     if not days:
         lines.append("  (none)")
+    if data.get("trial"):
+        lines.append("")
+        lines.append("Rules on trial (warn, observe): what they would have refused; a repeat is the same thread "
+                     "meeting the same rule again within the retry window")
+        lines.append(f"  {'rule':<28} {'category':<13} {'matches':>7} {'warned':>6} {'observed':>8} {'repeats':>7} "
+                     f"{'agents':>6} {'threads':>7}")
+        for row in data["trial"]:
+            lines.append(
+                f"  {show(row['rule'], 28):<28} {show(row['category'], 13):<13} {row['matches']:>7} "
+                f"{row['warned']:>6} {row['observed']:>8} {row['repeats']:>7} {row['agents']:>6} {row['threads']:>7}"
+            )
+            for c in row["commands"][:3]:
+                lines.append(f"      {c['count']:>6}  {show(c['key'], 88)}")
     return "\n".join(lines) + "\n"
 
 
@@ -406,6 +419,11 @@ def main(argv: list[str]) -> int:
         if opts.records:
             return _out(render_records(engine.records()))
         data = engine.report(top_n, window, rule_ids)
+        from guard.audit.reports.pyreport import trial_report
+
+        trial = trial_report(engine.trial_records(), top_n, window * 60)
+        if trial:  # rules on trial (warn, observe) matched: their own section
+            data["trial"] = trial
         if opts.html:
             from guard.audit.reports.html import render_html
 

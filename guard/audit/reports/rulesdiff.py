@@ -124,7 +124,8 @@ def read_corpus(paths: list[str], stdin: IO[bytes]) -> tuple[Counter[Case], int]
 
 
 def _outcome(v: Any) -> dict[str, Any]:
-    return {"verdict": v.verdict, "category": v.category, "rule": v.rule, "tool": v.tool}
+    return {"verdict": v.verdict, "category": v.category, "rule": v.rule, "tool": v.tool,
+            "action": v.action or "-"}  # a move from observe to refuse is a change
 
 
 def replay(cases: Counter[Case], old: Any, new: Any) -> list[dict[str, Any]]:
@@ -147,10 +148,10 @@ def replay(cases: Counter[Case], old: Any, new: Any) -> list[dict[str, Any]]:
                 outcomes.append(_outcome(verdict))
             except Exception as e:  # a bug in guard: shown, not hidden
                 outcomes.append(
-                    {"verdict": "error", "category": None, "rule": None, "tool": None, "error": str(e)}
+                    {"verdict": "error", "category": None, "rule": None, "tool": None, "action": "-", "error": str(e)}
                 )
         a, b = outcomes
-        if (a["verdict"], a["category"], a["tool"]) != (b["verdict"], b["category"], b["tool"]):
+        if (a["verdict"], a["category"], a["tool"], a["action"]) != (b["verdict"], b["category"], b["tool"], b["action"]):
             changed.append({"command": case.command, "cwd": case.cwd, "count": count, "old": a, "new": b})
     changed.sort(key=lambda c: (_group(c), -c["count"], c["command"]))
     return changed
@@ -166,6 +167,9 @@ def _kind(change: dict[str, Any]) -> str:
         return "newly refused"
     if a == "refuse" and b != "refuse":
         return "no longer refused"
+    old, new = change["old"], change["new"]
+    if (old["category"], old["tool"]) == (new["category"], new["tool"]):
+        return "action changed"  # a rule on trial moved between observe and warn, say
     return "category or tool changed"
 
 
@@ -185,13 +189,15 @@ def summarise(cases: Counter[Case], changed: list[dict[str, Any]], skipped: int)
         "newly_refused": kinds["newly refused"],
         "no_longer_refused": kinds["no longer refused"],
         "category_or_tool_changed": kinds["category or tool changed"],
+        "action_changed": kinds["action changed"],
         "by_rule": sorted(groups.values(), key=lambda g: (-g["occurrences"], g["rule"])),
     }
 
 
 def _side(o: dict[str, Any]) -> str:
     if o["verdict"] != "refuse":
-        return o["verdict"]
+        on_trial = o.get("action") in ("warn", "observe")
+        return f"allow ({o['action']} by {show(o['rule'] or '-', 40)})" if on_trial else o["verdict"]
     return (
         f"refuse {show(o['category'] or '-', 20)} {show(o['rule'] or '-', 40)} {show(o['tool'] or '-', 24)}"
     )
@@ -202,6 +208,7 @@ def render_text(data: dict[str, Any]) -> str:
         f"guard rules diff: {data['commands']} commands ({data['occurrences']} occurrences) replayed;"
         f" {data['changed']} change: {data['newly_refused']} newly refused, {data['no_longer_refused']}"
         f" no longer refused, {data['category_or_tool_changed']} with another category or tool"
+        + (f", {data['action_changed']} with another action" if data["action_changed"] else "")
     ]
     if data["skipped_lines"]:
         lines.append(f"  {data['skipped_lines']} lines without a command skipped")
