@@ -40,6 +40,9 @@ def hostile_log(tmp_path: Path) -> Path:
         fields = {name: f"{name}{i % 3}{HOSTILE}" for name in HOSTILE_FIELDS}
         recs.append(record(i * 30.0 + (i // 4) * 86400, **fields))
     recs.append(record(400, kind="annotation", verdict="annotate", rule=f"ann{HOSTILE}", command=HOSTILE))
+    for i in range(3):  # what a rule on trial (warn, observe) matched: its own section
+        recs.append(record(500 + i, kind="trial", verdict="allow", action=("warned", "observed")[i % 2],
+                           rule=f"trial{HOSTILE}", category=f"cat{HOSTILE}", command=f"trial-cmd{HOSTILE}"))
     return write_jsonl(tmp_path / "hostile.jsonl", recs)
 
 
@@ -75,6 +78,8 @@ def test_hostile_text_in_every_field_is_inert(tmp_path: Path, engine: str) -> No
     assert "\\x1b]52;c;cm0gLXJmIH4=\\x07" in page and "\\u202eevil\\u200b\\x9b31m" in page
     for name in ("agent", "thread", "command", "rule", "category"):
         assert f"{name}0&lt;script&gt;" in page, name  # each field is on the page, as text
+    trial = page[page.index('<table id="trial">'):]
+    assert "trial&lt;script&gt;" in trial and "cat&lt;script&gt;" in trial and "&lt;img" in trial
 
 
 @pytest.mark.parametrize("engine", engines())

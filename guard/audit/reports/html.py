@@ -77,6 +77,7 @@ def render_html(data: dict[str, Any], details: dict[str, Any], top_n: int) -> st
         ),
         _retries(data["retries"], details["commands"].get("thread", {}), top_n),
         _ranked("Annotations, by rule", "annotations", details["annotations"], {}),
+        _trial(data.get("trial") or []),
         "</body></html>",
     ]
     return "\n".join(parts) + "\n"
@@ -218,4 +219,28 @@ def _retries(r: dict[str, Any], runs: dict[str, list[list[Any]]], top_n: int) ->
         head
         + '<table id="retries"><tr><th>agent</th><th>thread</th><th>refused</th><th>runs</th><th>wasted</th>'
         f"<th>longest</th><th>mostly</th></tr>{''.join(rows)}</table>"
+    )
+
+
+def _trial(rows: list[dict[str, Any]]) -> str:
+    """Rules on trial (warn, observe): what they would have refused. Absent when none matched."""
+    if not rows:
+        return ""
+    head = (
+        "<h2>Rules on trial (warn, observe)</h2>"
+        '<p class="muted">What they would have refused. A repeat: the same thread met the same rule '
+        "again within the retry window.</p>"
+    )
+    body = []
+    for r in rows:
+        samples = [[c["key"], c["count"]] for c in r["commands"]]
+        body.append(
+            f"<tr><td><code>{esc(r['rule'], 120)}</code>{_commands(samples)}</td><td>{esc(r['category'], 30)}</td>"
+            f'<td class="n">{r["matches"]:,}</td><td class="n">{r["warned"]:,}</td><td class="n">{r["observed"]:,}</td>'
+            f'<td class="n">{r["repeats"]:,}</td><td class="n">{r["agents"]:,}</td><td class="n">{r["threads"]:,}</td></tr>'
+        )
+    return (
+        head
+        + '<table id="trial"><tr><th>rule</th><th>category</th><th>matches</th><th>warned</th><th>observed</th>'
+        f"<th>repeats</th><th>agents</th><th>threads</th></tr>{''.join(body)}</table>"
     )
