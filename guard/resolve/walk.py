@@ -290,8 +290,11 @@ class Walker:
                 self.arith_operands(head, argv, st, fr, refs)
         # after the emit, so `cd X` itself runs where it was typed
         st.failed = False
-        if argv[0] in builtins.CHANGES_STATE:
-            builtins.apply(argv, st, stdin, env, lambda text: self.compound(text, st, fr))
+        # `builtin cd X` and `command cd X` run the builtin in this shell (in a function named
+        # cd, the usual way to reach the real one); other wrappers run a separate program
+        acting = final if argv[0] in _IN_THIS_SHELL and final else argv
+        if acting[0] in builtins.CHANGES_STATE:
+            builtins.apply(list(acting), st, stdin, env, lambda text: self.compound(text, st, fr))
         if len(st.fx.ran) < 256:
             st.fx.ran.append(final or args)
         if writes:
@@ -576,6 +579,9 @@ class Walker:
         )
 
 
+_IN_THIS_SHELL = frozenset({"builtin", "command"})
+
+
 def _with_env(st: State, env: dict[str, str | None]) -> State:
     """``st`` as the command saw it with its prefix assignments (``TMPDIR=… mktemp -d``)."""
     if not env:
@@ -653,6 +659,11 @@ def _start(ctx: Context) -> tuple[str, dict, dict[str, str | FunctionDef], tuple
     vars.setdefault("BASH", "/bin/bash")
     vars["IFS"] = " \t\n"  # bash never takes IFS from the environment
     vars.setdefault("SHELL", "/bin/bash")
+    # bash keeps $PWD from the environment only when it names the folder it starts in; the
+    # command starts in ctx.cwd, whatever folder the caller (guard check --cwd) is in
+    pwd = env.get("PWD")
+    if not pwd or (pwd != cwd and paths.real(pwd) != paths.real(cwd)):
+        vars["PWD"] = cwd
     functions: dict = dict(ctx.functions) if ctx.functions else {}
     # bash's exported functions: BASH_FUNC_name%%='() { body; }'. Most environments hold none,
     # and one search of the names joined finds that without a Python loop over them.

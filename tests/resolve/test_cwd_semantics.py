@@ -1,0 +1,59 @@
+"""Where a program runs, as guard resolves it, checked against where real bash runs it.
+
+Each command runs under real bash in a scratch "tree" with a stand-in ``git`` first on PATH
+that logs the folder it was started in; guard's resolved cwd for that git must be the same.
+These are the ways a cwd was mis-followed: ``$PWD`` taken from the caller instead of the
+command's folder, and ``builtin cd`` / ``command cd`` (how a function named cd reaches the
+real one) not changing the folder.
+"""
+
+from __future__ import annotations
+
+import os
+import subprocess
+from pathlib import Path
+
+import pytest
+
+from guard.context import Context
+from guard.engine import analyze
+
+CASES = [
+    'git -C "$PWD" status',
+    'cd() { builtin cd /tmp; }; cd "$HOME"; git status',
+    "cd() { echo not moving; }; cd /tmp; git status",
+    "command cd /tmp; git status",
+    "builtin cd /tmp && git status",
+    'cd /tmp; git -C "$OLDPWD" log',
+]
+
+
+@pytest.fixture
+def tree(tmp_path: Path) -> tuple[Path, Path, Path]:
+    work = tmp_path / "ws" / "app"
+    work.mkdir(parents=True)
+    bin_ = tmp_path / "bin"
+    bin_.mkdir()
+    log = tmp_path / "git.log"
+    stand_in = bin_ / "git"
+    # logs where it runs (after -C) and nothing else
+    stand_in.write_text('#!/bin/sh\nif [ "$1" = -C ]; then cd "$2"; fi\npwd -P >> "$GIT_LOG"\n')
+    stand_in.chmod(0o755)
+    return work, bin_, log
+
+
+@pytest.mark.parametrize("command", CASES)
+def test_git_runs_where_bash_runs_it(command: str, tree: tuple[Path, Path, Path]) -> None:
+    work, bin_, log = tree
+    env = {"PATH": f"{bin_}:/usr/bin:/bin", "HOME": str(work.parent), "GIT_LOG": str(log), "PWD": "/"}
+    subprocess.run(["bash", "-c", command], cwd=work, env=env, check=False, capture_output=True, timeout=30)
+    (ran_in,) = log.read_text().splitlines()
+    ctx = Context(cwd=str(work), trees=(str(work.parent),), env={**env, "PWD": "/"})
+    v = analyze(command, ctx)
+    gits = [i for i in v.invocations if i.program == "git"]
+    assert len(gits) == 1, v.invocations
+    resolved = gits[0].cwd
+    if "-C" in gits[0].argv:
+        resolved = gits[0].argv[gits[0].argv.index("-C") + 1]
+    assert os.path.realpath(resolved) == ran_in, (command, resolved, ran_in)
+    assert (v.verdict == "refuse") == ran_in.startswith(str(work.parent.resolve())), command
