@@ -33,6 +33,10 @@ class Context:
     # GUARD_MODE as given (refuse, warn or observe): every refusing rule's action unless the
     # config names the rule or its category (guard.ruleset.actions)
     mode: str | None = None
+    # The program catalogue's command runners (a program spec's ``runs:``, rules/programs/):
+    # program name → how its argv says what it runs. Filled from the rule set by the engine;
+    # the resolver reads it, so a new wrapper is a YAML entry.
+    runs: Mapping[str, Mapping[str, object]] = field(default_factory=dict)
 
     @property
     def home(self) -> str:

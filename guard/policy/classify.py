@@ -27,12 +27,31 @@ def effective_context(ctx: Context, rs: RuleSet) -> Context:
         return last[2]
     trees = ctx.trees or derived(rs).trees or Context().trees
     strict = ctx.strict or bool(rs.config.get("strict"))
-    out = ctx if trees == ctx.trees and strict == ctx.strict else replace(ctx, trees=trees, strict=strict)
+    runs = runs_of(rs)
+    if trees == ctx.trees and strict == ctx.strict and runs is ctx.runs:
+        out = ctx
+    else:
+        out = replace(ctx, trees=trees, strict=strict, runs=runs)
     _last_effective[:] = (ctx, rs, out)
     return out
 
 
 _last_effective: list = []
+
+
+def runs_of(rs: RuleSet) -> dict[str, dict]:
+    """The catalogue's command runners in ``rs``: program → its spec's ``runs:``. One dict per
+    rule set, so a context filled from the same set keeps the same one."""
+    got = _runs.get(id(rs))
+    if got is None or got[0] is not rs:
+        table = {name: spec["runs"] for name, spec in rs.programs.items() if isinstance(spec.get("runs"), dict)}
+        if len(_runs) > 16:
+            _runs.clear()
+        got = _runs[id(rs)] = (rs, table)
+    return got[1]
+
+
+_runs: dict[int, tuple[RuleSet, dict[str, dict]]] = {}
 
 
 def world_of(ctx: Context, rs: RuleSet) -> World:

@@ -17,12 +17,12 @@ from guard.resolve.sedscript import sed_commands
 from guard.resolve.state import Call, Frame, State
 from guard.resolve.state import home_of as _home
 from guard.resolve.words import PROCSUB_PATH as FAKE_PROCSUB
-from guard.resolve.wrappers import SHELLS, WRAPPERS, basename
+from guard.resolve.wrappers import SHELLS, WRAPPERS, Inner, basename, from_spec
 
 TYPE_CHECKING = False  # typing costs ~2-7 ms to import on the command path
 
 if TYPE_CHECKING:
-    from collections.abc import Callable
+    from collections.abc import Callable, Mapping
 
     from guard.resolve.state import Walker
 
@@ -40,7 +40,7 @@ def run(w: Walker, call: Call) -> tuple[str, ...] | None:
     name = argv[0] if argv else ""
     if "/" not in name and not st.fx.renamed and name not in st.hashed:
         plain = _plain_name(name)
-        if plain:
+        if plain and plain not in w.ctx.runs:
             # most commands (ls, cat, grep, pytest): a name nothing below would act on, run as it is
             w.emit(call, plain)
             return argv
@@ -53,7 +53,7 @@ def run(w: Walker, call: Call) -> tuple[str, ...] | None:
             argv, label = renamed
             fr = Frame(fr.via + (label,), fr.depth, fr.lang)
         prog = basename(argv[0])
-        handler = WRAPPERS.get(prog)
+        handler = WRAPPERS.get(prog) or (_catalogued(prog, w.ctx.runs) if prog in w.ctx.runs else None)
         inner = handler(argv) if handler else None
         if inner is None:
             break  # ``prog`` names what runs
@@ -106,6 +106,21 @@ def run(w: Walker, call: Call) -> tuple[str, ...] | None:
         return argv
     w.emit(Call(argv, st, fr, env, stdin, writes, refs, pos, cwd), prog)
     return argv
+
+
+def _catalogued(prog: str, runs: Mapping[str, Mapping[str, object]]) -> Callable[[tuple[str, ...]], Inner | None]:
+    """The handler the catalogue describes for ``prog`` (``wrappers.from_spec``), made once per
+    spec: a rule set keeps its specs while it is current."""
+    spec = runs[prog]
+    got = _CATALOGUED.get(prog)
+    if got is None or got[0] is not spec:
+        if len(_CATALOGUED) > 4096:
+            _CATALOGUED.clear()
+        got = _CATALOGUED[prog] = (spec, from_spec(prog, spec))
+    return got[1]
+
+
+_CATALOGUED: dict[str, tuple[object, Callable[[tuple[str, ...]], Inner | None]]] = {}
 
 
 # Programs whose identity matters when they are copied, linked or found under another name.

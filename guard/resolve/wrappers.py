@@ -6,10 +6,16 @@ follows (``env`` alone prints the environment, ``command -v git`` runs nothing).
 
 from __future__ import annotations
 
+import re
 from collections.abc import Callable
 
 from guard.ir import UNKNOWN
 from guard.record import dataclass, field
+
+TYPE_CHECKING = False
+if TYPE_CHECKING:
+    from collections.abc import Mapping
+    from typing import Any
 
 
 @dataclass(frozen=True, slots=True)
@@ -463,3 +469,77 @@ WRAPPERS: dict[str, Callable[[tuple[str, ...]], Inner | None]] = {
 }
 
 SHELLS = frozenset({"bash", "sh", "zsh", "dash", "ksh", "ash", "mksh", "yash", "busybox", "rbash", "guard-shell"})
+
+
+# --------------------------------------------------------------------------- the catalogue
+
+
+_PLACEHOLDER = re.compile(r"\{(?:/|//|\.|/\.)?\}")
+
+
+def from_spec(name: str, runs: Mapping[str, Any]) -> Callable[[tuple[str, ...]], Inner | None]:
+    """The handler a program spec's ``runs:`` describes (rules/programs/*.yaml), for a program
+    that runs a command given on its own command line:
+
+    - ``subcommands``: it runs one only after one of these words (``perf record``);
+    - ``with_value``: its options that take the next word (or ``=VALUE``) before the command;
+    - ``operands``: how many operands come before the command (``chrt PRIORITY CMD``);
+    - ``command_option``: the command follows this option, to the end or to ``;`` (``fd -x``);
+    - ``shell_option``: this option's value is a shell command line (``sg GROUP -c 'CMD'``);
+    - ``cwd_option``: this option's value is the folder the command runs in.
+
+    Nothing here runs the program; the handler only reads its argv.
+    """
+    via = str(runs.get("via") or name)
+    subs = tuple(runs.get("subcommands") or ())
+    with_value = {str(o) for o in runs.get("with_value") or () if not str(o).startswith("--")}
+    long_value = {str(o) for o in runs.get("with_value") or () if str(o).startswith("--")}
+    operands = int(runs.get("operands") or 0)
+    command_option = tuple(runs.get("command_option") or ())
+    shell_option = tuple(runs.get("shell_option") or ())
+    cwd_option = tuple(runs.get("cwd_option") or ())
+    takes = with_value | long_value | set(shell_option) | set(cwd_option)
+    short_takes = {o for o in takes if not o.startswith("--")}
+    long_takes = {o for o in takes if o.startswith("--")}
+
+    def value_of(argv: tuple[str, ...], names: tuple[str, ...]) -> str | None:
+        for k, a in enumerate(argv):
+            for n in names:
+                if a == n:
+                    return argv[k + 1] if k + 1 < len(argv) else None
+                if n.startswith("--") and a.startswith(n + "="):
+                    return a[len(n) + 1:]
+                if not n.startswith("--") and a.startswith(n) and len(a) > len(n):
+                    return a[len(n):]
+        return None
+
+    def handler(argv: tuple[str, ...]) -> Inner | None:
+        start = 1
+        if subs:
+            if len(argv) < 2 or argv[1] not in subs:
+                return None
+            start = 2
+        if command_option:
+            for k in range(start, len(argv)):
+                if argv[k] in command_option:
+                    end = k + 1
+                    while end < len(argv) and argv[end] != ";":
+                        end += 1
+                    # each match's path stands where {} (and fd's {/}, {//}, {.}, {/.}) is written
+                    inner = tuple(_PLACEHOLDER.sub("./" + UNKNOWN, a) for a in argv[k + 1:end])
+                    return Inner(f"{via} {argv[k]}", inner, keep_outer=True) if inner else None
+            return None
+        i = _skip_opts(argv, start, short_takes, long_takes)
+        cwd = value_of(argv[:i], cwd_option) if cwd_option else None
+        code = value_of(argv[:i], shell_option) if shell_option else None
+        if code is not None:
+            return Inner(f"{via} {shell_option[0]}", shell=code, cwd=cwd)
+        i += operands
+        if shell_option and i < len(argv):  # the option may come after the operands (sg GROUP -c CMD)
+            rest = argv[i - operands:]
+            code = value_of(rest, shell_option)
+            if code is not None:
+                return Inner(f"{via} {shell_option[0]}", shell=code, cwd=cwd)
+        return Inner(via, argv[i:], cwd=cwd) if i < len(argv) else None
+
+    return handler

@@ -207,3 +207,45 @@ def annotation_problems(doc: Doc, index: int, item: Mapping[str, Any], tools: Ma
 
 def _as_list(v: Any) -> list[Any]:
     return [] if v is None else v if isinstance(v, list) else [v]
+
+
+def runs_problems(doc: Doc) -> list[Diagnostic]:
+    """Each program spec's ``runs:`` examples, read by the resolver's own reading of it: the
+    command must run exactly what the example says (null: nothing)."""
+    import shlex
+
+    from guard.ir import UNKNOWN
+    from guard.resolve.wrappers import from_spec
+
+    out: list[Diagnostic] = []
+    specs = doc.data.get("programs") if isinstance(doc.data, dict) else None
+    for i, spec in enumerate(specs if isinstance(specs, list) else []):
+        runs = spec.get("runs") if isinstance(spec, dict) else None
+        if not isinstance(runs, dict):
+            continue
+        names = spec.get("program")
+        name = str(names[0] if isinstance(names, list) and names else names)
+        try:
+            handler = from_spec(name, runs)
+        except (TypeError, ValueError) as e:
+            out.append(doc.diag(("programs", i, "runs"), f"cannot be read: {e}", "bad-runs"))
+            continue
+        for k, ex in enumerate(runs.get("examples") or []):
+            if not isinstance(ex, dict) or not isinstance(ex.get("command"), str):
+                continue  # the schema has said so
+            try:
+                argv = tuple(shlex.split(ex["command"]))
+                want = ex.get("runs")
+                wanted = None if want is None else tuple(shlex.split(want))
+            except ValueError as e:
+                out.append(doc.diag(("programs", i, "runs", "examples", k), f"cannot be split: {e}", "bad-example"))
+                continue
+            inner = handler(argv) if argv else None
+            # what runs inside, as words; a part known only when it runs (fd's {}) shows as …
+            got = None if inner is None else tuple(shlex.split(inner.shell)) if inner.shell is not None \
+                else tuple(a.replace(UNKNOWN, "…") for a in inner.argv)
+            if got != wanted:
+                got = None if got is None else shlex.join(got)
+                out.append(doc.diag(("programs", i, "runs", "examples", k),
+                                    f"{ex['command']!r} runs {got!r}, the example says {want!r}", "runs-example"))
+    return out

@@ -127,7 +127,9 @@ def _plan(rs: RuleSet, named: frozenset[str]) -> precheck.Plan:
     rule naming no program wants a fact the watched fragments do not cover."""
     cfg = rs.config.get("precheck") or {}
     covers = set(cfg.get("covers") or ())
-    programs = frozenset(cfg.get("programs") or ()) - named
+    # a program that runs another command (a spec's runs:) is never plain: what it runs is judged
+    runners = frozenset(name for name, spec in rs.programs.items() if spec.get("runs"))
+    programs = frozenset(cfg.get("programs") or ()) - named - runners
     for r in rs.rules:
         m = r.get("match") or {}
         if "program" not in m and not set(m) <= covers:

@@ -50,7 +50,8 @@ def _compiler_stamp() -> str:
     here = os.path.dirname(os.path.realpath(__file__))
     out = []
     names = ("compile.py", "checks.py", "schema.py", "examples.py", "annotations.py", "schema/command-rules.json",
-             "schema/config.json", "schema/programs.json", "schema/annotations.json")
+             "schema/config.json", "schema/programs.json", "schema/annotations.json",
+             "../resolve/wrappers.py")  # the reading a program spec's runs: examples are checked with
     for f in (os.path.join(here, n) for n in names):
         try:
             st = os.stat(f)
