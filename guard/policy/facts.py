@@ -16,6 +16,7 @@ from guard.record import dataclass
 from guard.resolve import paths
 from guard.ruleset.model import Forge
 from guard.ruleset.programs import Reading, Spec, read, reader_facts, spec_for
+from guard.ruleset.stores import Stores
 
 TYPE_CHECKING = False
 if TYPE_CHECKING:
@@ -23,11 +24,11 @@ if TYPE_CHECKING:
 
 # Literal patterns, compiled at import (before the analysis server forks its workers).
 _HTTPIE_DATA_ITEM = re.compile(r"^[^=:@]+(:=@|=@|:=|=|@)")
-_CRED_GLOB_HINT = re.compile(r"cred|netrc|hosts|environ|gh")
 _RSYNC_EXCLUDES_GIT = re.compile(r"--exclude[= ]\.git\b|--exclude[= ]\*?/?\.git")
 
 
 NO_SPEC_READER = Spec("", subcommand=False)
+NO_STORES = Stores(())
 
 
 @dataclass(frozen=True, slots=True)
@@ -42,6 +43,7 @@ class World:
     programs: Mapping[str, Spec]
     named: frozenset[str]  # programs some rule names
     read_all: bool = False  # a rule naming no program wants args or flags: read every program's
+    stores: Stores = NO_STORES  # credential stores (config credential_stores)
 
     @property
     def home(self) -> str:
@@ -451,23 +453,6 @@ def http_facts(inv: Invocation, meaning: str, world: World) -> dict:
 TOKENISH = re.compile(r"token|\btok|secret|github|\bgh|pat\b|_pat|key|auth|cred|passw", re.I)
 SEARCHERS = frozenset({"grep", "egrep", "fgrep", "rg", "ag", "ack", "awk", "gawk", "sed", "findstr", "sort", "jq"})
 ENV_DUMPERS = frozenset({"env", "printenv", "set", "export", "declare", "typeset", "compgen"})
-CRED_RE = re.compile(
-    r"(^|/)\.git-credentials$|(^|/)\.config/git/credentials$|(^|/)\.config/gh(/|$)|(^|/)[._]netrc$|"
-    r"^/proc/[^/]+/environ$|(^|/)hosts\.yml$"
-)
-# Every string CRED_RE matches holds one of these; an ``in`` test for them is far cheaper than the
-# regex's anchored alternatives tried at every offset of a long operand (a script passed to -c).
-CRED_LITERALS = ("credentials", ".config/gh", "netrc", "environ", "hosts.yml")
-
-
-def _names_cred_store(path: str) -> bool:
-    """``CRED_RE.search(path)``, skipping the regex when no literal it needs is present."""
-    for lit in CRED_LITERALS:
-        if lit in path:
-            return CRED_RE.search(path) is not None
-    return False
-
-
 MENTION_ONLY = frozenset({"echo", "printf", "unset", ":", "true", "rm"})
 
 
@@ -508,7 +493,7 @@ def token_facts(inv: Invocation, world: World) -> dict:
         for k, a in enumerate(args[:-1]):
             if a in ("-path", "-wholename", "-ipath", "-name", "-iname"):
                 pat = args[k + 1]
-                if _CRED_GLOB_HINT.search(pat) and any(fnmatchcase(t, pat if "path" in a or "whole" in a else "*/" + pat) for t in _cred_paths(world.home)):
+                if world.stores.spelled(pat) and any(fnmatchcase(t, pat if "path" in a or "whole" in a else "*/" + pat) for t in world.stores.samples(world.home)):
                     facts["cred_store"] = True
     return facts
 
@@ -516,42 +501,20 @@ def token_facts(inv: Invocation, world: World) -> dict:
 def _names_a_store(inv: Invocation, world: World) -> bool:
     """Whether an operand or input redirection of ``inv`` names a credential store."""
     operands = (*inv.argv[1:], *inv.reads) if inv.reads else inv.argv[1:]
-    # One CRED_HINTS pass over all operands first: no hint literal contains a newline, so the
+    # One hint pass over all operands first: no hint literal contains a newline, so the
     # joined text holds a hint exactly when some operand does (most hold none).
-    if _cred_hint("\n".join(operands)):
+    if world.stores.hint("\n".join(operands)):
         for a in operands:  # a loop, not any() over a generator: a hint is common (a glob, "gh")
             if _is_cred_store(a, inv.cwd, world):
                 return True
     return False
 
 
-# Every credential-store path, relative or globbed, holds one of these (or a glob character).
-CRED_HINTS = ("cred", "netrc", "environ", "gh", "hosts", "*", "?", "[")
-
-
-def _cred_hint(text: str) -> bool:
-    """Whether ``text`` holds one of ``CRED_HINTS``: one substring test each, spelled out (a
-    test checks the two agree). Asked of about 56,000 operand lists per corpus pass; the
-    chain costs about half what one search for the alternatives did."""
-    return ("*" in text or "?" in text or "[" in text or "gh" in text or "cred" in text or "netrc" in text
-            or "environ" in text or "hosts" in text)
-
-
-CRED_TEMPLATES = ("~/.git-credentials", "~/.config/git/credentials", "~/.config/gh", "~/.config/gh/hosts.yml",
-                  "~/.netrc", "~/_netrc", "/proc/1/environ", "/proc/self/environ")
-
-
-@lru_cache(maxsize=16)
-def _cred_paths(home: str) -> tuple[str, ...]:
-    """CRED_TEMPLATES with ``~`` expanded for ``home`` (one home per run, asked per glob operand)."""
-    return tuple(paths.expand_tilde(t, home) for t in CRED_TEMPLATES)
-
-
 def _is_cred_store(arg: str, cwd: str, world: World) -> bool:
     """Does ``arg`` (an operand, or a redirect target) name a credential store? Relative paths
     count from the cwd (``cd /proc/1 && cat environ``), ``..`` is folded, and a glob counts when
     it could match one (``cat /pr*/1/environ``, ``cat ~/.n?trc``)."""
-    if not _cred_hint(arg):  # cheap gate: most operands name nothing of the kind
+    if not world.stores.hint(arg):  # cheap gate: most operands name nothing of the kind
         return False
     value = arg.split("=", 1)[-1] if arg.startswith("-") else arg
     if not value or UNKNOWN in value.split("/")[0]:
@@ -560,7 +523,7 @@ def _is_cred_store(arg: str, cwd: str, world: World) -> bool:
     full = paths.join(cwd, value.replace(UNKNOWN, "x"), home) if not value.startswith(("-", "http")) else value
     for cand in (value, full):
         c = paths.expand_tilde(cand, home).rstrip("/")
-        if _names_cred_store(c) and not ("hosts.yml" in c and ".config/gh" not in c):
+        if world.stores.names(c):
             return True
     cut = -1  # where the first glob character is (a loop: min() over a generator cost more)
     for ch in "*?[":
@@ -569,7 +532,7 @@ def _is_cred_store(arg: str, cwd: str, world: World) -> bool:
             cut = i
     if cut >= 0:
         head = full[:cut]
-        targets = [t for t in _cred_paths(home) if t.startswith(head)]
+        targets = [t for t in world.stores.samples(home) if t.startswith(head)]
         if targets:  # only a glob whose literal start leads to a store is worth matching
             from fnmatch import fnmatchcase
 

@@ -8,6 +8,7 @@ from __future__ import annotations
 import os
 
 from guard.ruleset.model import RuleSet, per_set
+from guard.ruleset.stores import Stores
 from guard.shell import precheck
 
 TYPE_CHECKING = False
@@ -24,7 +25,7 @@ class Derived:
     """What the stages read from ``rs`` (see the module's docstring)."""
 
     __slots__ = ("rs", "forges", "token_vars", "token_prefixes", "programs", "named", "read_all", "precheck", "categories",
-                 "writes", "default_exempt", "trees")
+                 "writes", "default_exempt", "trees", "stores")
 
     def __init__(self, rs: RuleSet) -> None:
         from guard.ruleset.programs import READER_FACTS, compile_specs  # what each program's argv gives
@@ -33,6 +34,7 @@ class Derived:
         self.forges: tuple[Forge, ...] = forges_of(rs.config)
         self.token_vars = frozenset(rs.config.get("token_vars") or ())
         self.token_prefixes = prefix_search(rs.config.get("token_prefixes") or ())
+        self.stores = Stores(rs.config.get("credential_stores") or ())
         self.programs: Mapping[str, Spec] = compile_specs(rs.programs)
         self.named = frozenset(p for r in rs.rules for p in _as_list((r.get("match") or {}).get("program")))
         self.read_all = any("program" not in (r.get("match") or {}) and not READER_FACTS.isdisjoint(r.get("match") or {})
