@@ -474,6 +474,18 @@ SHELLS = frozenset({"bash", "sh", "zsh", "dash", "ksh", "ash", "mksh", "yash", "
 # --------------------------------------------------------------------------- the catalogue
 
 
+def _skip_words(argv: tuple[str, ...], i: int, takes: set[str]) -> int:
+    """Index of the first operand after whole-word options starting at ``i`` (``-NoProfile``)."""
+    while i < len(argv):
+        a = argv[i]
+        if a == "--":
+            return i + 1
+        if not a.startswith("-") or a == "-":
+            return i
+        i += 2 if (a in takes and ":" not in a) else 1
+    return i
+
+
 _PLACEHOLDER = re.compile(r"\{(?:/|//|\.|/\.)?\}")
 
 
@@ -486,7 +498,9 @@ def from_spec(name: str, runs: Mapping[str, Any]) -> Callable[[tuple[str, ...]],
     - ``operands``: how many operands come before the command (``chrt PRIORITY CMD``);
     - ``command_option``: the command follows this option, to the end or to ``;`` (``fd -x``);
     - ``shell_option``: this option's value is a shell command line (``sg GROUP -c 'CMD'``);
-    - ``cwd_option``: this option's value is the folder the command runs in.
+    - ``cwd_option``: this option's value is the folder the command runs in;
+    - ``whole_word_options``: an option is one word, never a cluster of letters (PowerShell's
+      ``-NoProfile``), and one named in ``with_value`` takes the next word.
 
     Nothing here runs the program; the handler only reads its argv.
     """
@@ -499,6 +513,7 @@ def from_spec(name: str, runs: Mapping[str, Any]) -> Callable[[tuple[str, ...]],
     shell_option = tuple(runs.get("shell_option") or ())
     cwd_option = tuple(runs.get("cwd_option") or ())
     takes = with_value | long_value | set(shell_option) | set(cwd_option)
+    words = bool(runs.get("whole_word_options"))
     short_takes = {o for o in takes if not o.startswith("--")}
     long_takes = {o for o in takes if o.startswith("--")}
 
@@ -529,7 +544,7 @@ def from_spec(name: str, runs: Mapping[str, Any]) -> Callable[[tuple[str, ...]],
                     inner = tuple(_PLACEHOLDER.sub("./" + UNKNOWN, a) for a in argv[k + 1:end])
                     return Inner(f"{via} {argv[k]}", inner, keep_outer=True) if inner else None
             return None
-        i = _skip_opts(argv, start, short_takes, long_takes)
+        i = _skip_words(argv, start, takes) if words else _skip_opts(argv, start, short_takes, long_takes)
         cwd = value_of(argv[:i], cwd_option) if cwd_option else None
         code = value_of(argv[:i], shell_option) if shell_option else None
         if code is not None:
