@@ -77,6 +77,8 @@ def run(w: Walker, call: Call) -> tuple[str, ...] | None:
         return argv
     if prog == "trap":
         _trap(w, argv, st, fr)
+    elif prog in ("mapfile", "readarray"):
+        _mapfile_callback(w, argv, st, fr)
     if prog == "curl" and any(a in ("-K", "--config") or a.startswith(("--config=", "-K")) for a in argv[1:]):
         argv = curl_config(argv, st, cwd, stdin)
     if prog in _READS_COMMANDS:
@@ -128,8 +130,8 @@ NAMED = frozenset({"git", "gh", "curl", "wget", "scalar", *SHELLS, "python", "py
 
 # Every name ``run`` acts on by name, beyond emitting the invocation: the tables its branches
 # test, and the names those branches compare with.
-_ACTED_ON = frozenset({*NAMED, *WRAPPERS, *SHELLS, "eval", "trap", "curl", "source", ".", "npm", "yarn", "pnpm",
-                       "make", "gmake"})
+_ACTED_ON = frozenset({*NAMED, *WRAPPERS, *SHELLS, "eval", "trap", "mapfile", "readarray", "curl", "source", ".",
+                       "npm", "yarn", "pnpm", "make", "gmake"})
 
 
 @lru_cache(maxsize=4096)
@@ -424,6 +426,20 @@ def _trap(w: Walker, argv: tuple[str, ...], st: State, fr: Frame) -> None:
         w.sink.note("trap: runs code built at run time, not analysed")
         return
     w.string(argv[i], st.copy(), fr, "trap")
+
+
+def _mapfile_callback(w: Walker, argv: tuple[str, ...], st: State, fr: Frame) -> None:
+    """``mapfile -C CALLBACK [-c N]``: bash evaluates CALLBACK (with the index and the line
+    appended) in this shell, every N lines read."""
+    for k, a in enumerate(argv[1:], start=1):
+        code = a[2:] if a.startswith("-C") and len(a) > 2 else argv[k + 1] if a == "-C" and k + 1 < len(argv) else None
+        if code is None:
+            continue
+        if UNKNOWN in code:
+            w.sink.note(f"{argv[0]} -C: runs code built at run time, not analysed")
+        else:
+            w.string(code + " 0 line", st, fr, f"{argv[0]} -C")
+        return
 
 
 def _git_alias(w: Walker, call: Call) -> bool:
@@ -890,8 +906,8 @@ def _which(argv: tuple[str, ...], st: State | None) -> str | None:
 def _mktemp(argv: tuple[str, ...], st: State | None) -> str:
     base = None
     tmp = "/tmp"
-    if st is not None:
-        t = st.vars.get("TMPDIR")
+    if st is not None and ("TMPDIR" in st.exported or "TMPDIR" in st.inherited):
+        t = st.vars.get("TMPDIR")  # mktemp reads its environment: a TMPDIR set but not exported is not in it
         tmp = t if isinstance(t, str) and t else "/tmp"
     for j, a in enumerate(argv[1:], start=1):
         if a in ("-p", "--tmpdir") and j + 1 < len(argv):

@@ -119,7 +119,7 @@ class Effects:
 
 
 _STATE_SLOTS = ("cwd", "vars", "aliases", "functions", "dirstack", "positional", "exported", "namerefs", "arg0",
-                "noglob", "failed", "cd_target", "hashed", "fx")
+                "noglob", "failed", "cd_target", "hashed", "inherited", "fx")
 
 
 class State:
@@ -133,7 +133,8 @@ class State:
     the command assigned and exported; ``namerefs`` declare -n NAME=TARGET; ``arg0`` $0;
     ``noglob`` set -f; ``failed`` the last builtin is known to have failed (cd to a missing
     folder) and ``cd_target`` where that cd meant to go; ``hashed`` hash -p PATH NAME (NAME runs
-    PATH); ``fx`` the command's effects (``Effects``), shared with every copy.
+    PATH); ``inherited`` the names the shell got from its environment (exported from the start);
+    ``fx`` the command's effects (``Effects``), shared with every copy.
     """
 
     __slots__ = _STATE_SLOTS
@@ -159,10 +160,12 @@ class State:
         self.failed = False
         self.cd_target = ""
         self.hashed: dict[str, str] = {}
+        self.inherited: frozenset[str] = frozenset()
         self.fx = Effects(given)
 
     @classmethod
-    def start(cls, cwd: str, vars: dict[str, Value], aliases: dict[str, str], given: tuple[str, ...]) -> State:
+    def start(cls, cwd: str, vars: dict[str, Value], aliases: dict[str, str], given: tuple[str, ...],
+              inherited: frozenset[str] = frozenset()) -> State:
         """The state a command starts in: ``State(cwd, vars, aliases, given=given)`` without
         the keyword defaults and the test per container (one is made per command)."""
         new = _new_state(cls)
@@ -179,6 +182,7 @@ class State:
         new.failed = False
         new.cd_target = ""
         new.hashed = {}
+        new.inherited = inherited
         new.fx = Effects(given)
         return new
 
@@ -203,6 +207,7 @@ class State:
         new.failed = False
         new.cd_target = ""
         new.hashed = dict(self.hashed)
+        new.inherited = self.inherited
         new.fx = self.fx
         return new
 

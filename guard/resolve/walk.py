@@ -297,6 +297,7 @@ class Walker:
             builtins.apply(list(acting), st, stdin, env, lambda text: self.compound(text, st, fr))
         if len(st.fx.ran) < 256:
             st.fx.ran.append(final or args)
+        st.vars["_"] = args[-1]  # bash's $_: the last word of the command before
         if writes:
             self.remember_written(args, stdin, writes, st)
         if not final:
@@ -588,6 +589,7 @@ def _with_env(st: State, env: dict[str, str | None]) -> State:
         return st
     view = st.copy()
     view.vars.update(env)
+    view.exported.update(env)  # a prefix assignment is in that command's environment
     return view
 
 
@@ -643,7 +645,7 @@ def walk_script(script: Script, ctx: Context, sink: Sink, reparse: Callable[[str
     w.node(script.body, st, _OUTERMOST)
 
 
-def _start(ctx: Context) -> tuple[str, dict, dict[str, str | FunctionDef], tuple[str, ...]]:
+def _start(ctx: Context) -> tuple[str, dict, dict[str, str | FunctionDef], tuple[str, ...], frozenset[str]]:
     """The cwd, variables, functions and known folders (the cwd and the trees) a command in
     ``ctx`` starts with, before the copy each command gets. A stream of commands in one context
     (``guard check --jsonl``, a server worker) asks for the same each time, so the last one is
@@ -674,7 +676,7 @@ def _start(ctx: Context) -> tuple[str, dict, dict[str, str | FunctionDef], tuple
                 name = key[10:-2]
                 functions[name] = f"{name} {value}"
                 vars.pop(key, None)
-    start = (cwd, vars, functions, (cwd, *ctx.trees))
+    start = (cwd, vars, functions, (cwd, *ctx.trees), frozenset(env))
     _last_start[:] = (dict(env), ctx.cwd, dict(ctx.functions), start, ctx.trees)
     return start
 
@@ -683,8 +685,8 @@ _last_start: list = []
 
 
 def initial_state(ctx: Context) -> State:
-    cwd, vars, functions, given = _start(ctx)
-    st = State.start(cwd, dict(vars), dict(ctx.aliases) if ctx.aliases else {}, given)
+    cwd, vars, functions, given, inherited = _start(ctx)
+    st = State.start(cwd, dict(vars), dict(ctx.aliases) if ctx.aliases else {}, given, inherited)
     if functions:
         st.functions.update(functions)
     return st

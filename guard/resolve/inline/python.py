@@ -1033,6 +1033,9 @@ class _Analyzer:
             return False
         if isinstance(node, ast.Subscript) and self.is_environ(node.value, env):
             return self.bare_environ(node.slice, env, depth + 1)
+        if isinstance(node, ast.Call) and isinstance(node.func, ast.Name) and node.func.id in _SIZE_ONLY \
+                and node.func.id not in env:
+            return False  # len(os.environ): a count, none of the environment's text
         if isinstance(node, ast.Call) and isinstance(node.func, ast.Attribute) and node.func.attr in {
             "get", "copy", "pop", "setdefault"
         } and self.is_environ(node.func.value, env):
@@ -1041,6 +1044,9 @@ class _Analyzer:
             return True
         return any(self.bare_environ(c, env, depth + 1) for c in _child_nodes(node))
 
+
+# Builtins whose value says nothing of the text they are given: a count, a truth value, a type.
+_SIZE_ONLY = frozenset({"len", "bool", "type", "id", "isinstance"})
 
 _DECODERS = {"base64.b64decode", "base64.standard_b64decode", "base64.urlsafe_b64decode", "base64.b32decode",
              "base64.b16decode", "base64.a85decode", "base64.b85decode", "binascii.a2b_base64", "binascii.unhexlify",
