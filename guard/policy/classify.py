@@ -139,8 +139,11 @@ def classify(script: Script, res: Resolution, ctx: Context, rs: RuleSet) -> Verd
         cat = h[2].get("category")
         if cat != rule.get("category") and cat not in [o[0] for o in others]:
             others.append((cat, _what(h[3], h[4], world.programs)))
+    tool = rule.get("tool")
+    # the call is filled from every invocation answered by the same tool (git add A && git commit -m M)
+    fills = [(h[3], h[4]) for h in sorted(hits, key=lambda h: h[1]) if tool and h[2].get("tool") == tool]
     message = render(rule, inv, facts, ctx, rs.config, _what(inv, facts, world.programs), unknown=unknown,
-                     others=others, scanned=script.parser == "scan")
+                     others=others, scanned=script.parser == "scan", fills=fills or None)
     if action == "warn":  # the command runs: the agent reads the route, not a refusal
         message = WARNING + message.removeprefix("Refused: ").replace(" Also refused: ", " Also: ")
     return Verdict(
@@ -302,7 +305,10 @@ def _what(inv: Invocation, facts: dict, programs: dict | None = None) -> str:
     if spec is not None and spec.subcommand and facts.get("subcommand"):
         text = f"{prog} {facts['subcommand']}"
         wa = spec.what_action
-        if facts.get("action") and (wa is True or (wa and facts["subcommand"] in wa)):
+        shown = [f for f in spec.per_sub(spec.what_flags, facts["subcommand"], ()) if f in (facts.get("flags") or ())]
+        if shown:  # git tag -l, git branch -D: what the subcommand does with its operands
+            text += " " + " ".join(shown)
+        elif facts.get("action") and (wa is True or (wa and facts["subcommand"] in wa)):
             text += f" {facts['action']}"
     elif "http_method" in facts and facts.get("url"):
         name = "an HTTP" if prog == "<http>" else prog

@@ -7,6 +7,7 @@ parsing; the Python never decides a category.
 
 from __future__ import annotations
 
+import os
 import re
 from collections.abc import Mapping
 from functools import lru_cache
@@ -15,7 +16,7 @@ from guard.ir import UNKNOWN, Invocation
 from guard.record import dataclass
 from guard.resolve import paths
 from guard.ruleset.model import Forge
-from guard.ruleset.programs import Reading, Spec, read, reader_facts, spec_for
+from guard.ruleset.programs import Reading, Spec, is_url, read, reader_facts, spec_for
 from guard.ruleset.stores import Stores
 
 TYPE_CHECKING = False
@@ -674,6 +675,74 @@ def _holds_repo(path: str, removed: tuple[str, ...] = (), depth: int = 3) -> boo
     return not deleted(path.rstrip("/")) and walk(path, 0)
 
 
+# ----------------------------------------------------------------------------- operands
+
+_REV_PATH = re.compile(r"^[^:\s]*:(?!//)(.+)$")  # HEAD:src/a.py, v1.2:README (not a URL)
+
+
+@lru_cache(maxsize=64)
+def _compiled_like(pattern: str) -> re.Pattern[str] | None:
+    try:
+        return re.compile(pattern)
+    except re.error:
+        return None
+
+
+def _exists(base: str, operand: str, home: str) -> bool:
+    if UNKNOWN in operand or UNKNOWN in base:
+        return False
+    try:
+        return os.path.lexists(paths.join(base, operand, home))
+    except (OSError, ValueError):
+        return False
+
+
+def operand_facts(r: Reading, spec: Spec, base: str, world: World) -> dict:
+    """What a subcommand's operands and option values name, as its spec says: ``files`` (the
+    operands naming files, as written), ``rev_path`` (one is REV:path), ``message``,
+    ``message_file``, ``branch`` (an option's value, the first operand, or a push's refspec
+    destination) and ``tag_push``. Only the values the command names are facts."""
+    sub = r.subcommand
+    out: dict = {}
+    args = r.args
+    mode = spec.per_sub(spec.sub_files, sub)
+    files: list[str] = []
+    if mode is not None:
+        like = _compiled_like(spec.file_like) if spec.file_like else None
+        for k, a in enumerate(args):
+            if mode == "all" or (r.dashdash >= 0 and k >= r.dashdash):
+                files.append(a)
+                continue
+            m = _REV_PATH.match(a)
+            if m and not is_url(a):
+                out["rev_path"] = True
+                files.append(m.group(1))
+            elif _exists(base, a, world.home) or (like is not None and like.search(a)):
+                files.append(a)
+        if files:
+            out["files"] = files
+    for fact, opts in spec.per_sub(spec.sub_values, sub, ()):
+        vals = [v for o, v in r.options if o in opts]
+        if vals:
+            out[fact] = "\n\n".join(vals) if fact == "message" else vals[-1]
+    fact = spec.per_sub(spec.sub_operand_value, sub)
+    if fact and fact not in out and args and args[0] not in files and (r.dashdash < 0 or r.dashdash > 0):
+        out[fact] = args[0]
+    skip = spec.per_sub(spec.sub_refspecs, sub)
+    if skip is not None:
+        tag = _compiled_like(spec.tag_like) if spec.tag_like else None
+        if "--tags" in r.flags or "--follow-tags" in r.flags:
+            out["tag_push"] = True
+        for ref in args[skip:]:
+            src, colon, dst = ref.lstrip("+").partition(":")
+            dst = dst if colon else src
+            if dst.startswith("refs/tags/") or (tag is not None and tag.search(dst)):
+                out["tag_push"] = True
+            elif dst and dst != "HEAD" and "branch" not in out:
+                out["branch"] = dst.removeprefix("refs/heads/")
+    return out
+
+
 # ----------------------------------------------------------------------------- all
 
 def quiet_program(prog: str, world: World) -> bool:
@@ -695,6 +764,12 @@ def quiet_facts(inv: Invocation, world: World) -> dict:
     return {"program": prog}
 
 
+def _drives_git(spec: Spec, facts: dict) -> bool:
+    """The subcommand runs git in the cwd's repository (spec ``drives_git``: gh pr checkout)."""
+    sub, action = facts.get("subcommand"), facts.get("action")
+    return any(s == sub and (a is None or a == action) for s, a in spec.drives_git)
+
+
 def facts_for(inv: Invocation, world: World) -> dict:
     """Every fact the rules may match on, for one invocation: what its program spec reads from
     the argv, what the spec's readers give it a meaning, and the facts of any program."""
@@ -712,7 +787,7 @@ def facts_for(inv: Invocation, world: World) -> dict:
             read_as = Invocation(prog, (prog, inv.program[len(prog) + 1 :], *inv.argv[1:]), inv.cwd, inv.env)
         r = read(read_as.argv, spec)
         facts.update(reader_facts(r, spec))
-        if spec.meaning == "git-repository":
+        if spec.meaning == "git-repository" or (spec.drives_git and _drives_git(spec, facts)):
             facts.update(git_repository(read_as, r, world))
         elif spec.meaning is not None:
             facts.update(http_facts(read_as, spec.meaning, world))
@@ -720,6 +795,8 @@ def facts_for(inv: Invocation, world: World) -> dict:
             facts.update(cli_api(read_as, r, spec))
         if spec.clone is not None and (r.subcommand, facts.get("action")) == spec.clone:
             facts.update(cli_clone(read_as, r, world))
+        if spec.sub_files or spec.sub_values or spec.sub_operand_value or spec.sub_refspecs:
+            facts.update(operand_facts(r, spec, facts.get("repo_path") or inv.cwd, world))
     elif world.read_all or prog in world.named:  # a rule names it: its operands and options, read without a spec
         facts.update(reader_facts(read(inv.argv, NO_SPEC_READER), None))
     facts.update(token_facts(inv, world))

@@ -2,7 +2,8 @@
 
 Keys with special meaning: ``program``, ``subcommand``, ``action`` (a value or a list; ``null``
 in a list means "none given"), ``flags_any``, ``flags_all``, ``flags_none``, ``has_args``,
-``args_match`` (a substring any operand contains), ``http_path_has``. Every other key compares
+``args_match`` (a substring any operand contains), ``http_path_has``, ``has`` / ``lacks`` (facts
+given / not given: ``has: files``). Every other key compares
 the fact of that name with a value or a list of values.
 
 A fact of ``"unknown"`` where the rule wants ``"tree"`` matches *provisionally*: the caller
@@ -16,7 +17,7 @@ if TYPE_CHECKING:  # typing costs ~2-7 ms to import on the command path
     from typing import Any
 
 
-SPECIAL = frozenset({"flags_any", "flags_all", "flags_none", "has_args", "args_match", "http_path_has"})
+SPECIAL = frozenset({"flags_any", "flags_all", "flags_none", "has_args", "args_match", "http_path_has", "has", "lacks"})
 
 
 def _as_list(v: Any) -> list[Any]:
@@ -68,6 +69,10 @@ def _special(key: str, want: Any, facts: dict[str, Any]) -> bool:
         return bool(facts.get("args")) == bool(want)
     if key == "args_match":
         return any(str(w) in a for w in _as_list(want) for a in facts.get("args") or [])
+    if key == "has":  # every one of these facts is given (and not empty)
+        return all(facts.get(w) for w in _as_list(want))
+    if key == "lacks":
+        return not any(facts.get(w) for w in _as_list(want))
     if key == "http_path_has":
         return any(str(w) in (facts.get("http_path") or "") for w in _as_list(want))
     return False

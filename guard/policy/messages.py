@@ -3,9 +3,13 @@ with its arguments, and for publishing the route of this thread. Stable for the 
 
 from __future__ import annotations
 
+import json
+import posixpath
+
 from guard.context import Context
 from guard.ir import UNKNOWN, Invocation
 from guard.resolve import paths
+from guard.text.redact import redact
 
 TYPE_CHECKING = False
 if TYPE_CHECKING:  # typing costs ~2-7 ms to import on the command path
@@ -15,6 +19,98 @@ if TYPE_CHECKING:  # typing costs ~2-7 ms to import on the command path
 class _Fill(dict):
     def __missing__(self, key: str) -> str:
         return "{" + key + "}"
+
+
+# What a tool's call shows for an argument the command does not name, unless the tool's ``args``
+# say otherwise (rules/config.yaml), and the fact each argument is filled from.
+_DEFAULTS = {"files": "[...]", "paths": "[...]", "file": '"<file>"', "message": '"..."', "branch": '"<branch>"'}
+_SOURCE = {"files": ("files",), "paths": ("files",), "file": ("files",), "message": ("message", "message_file"),
+           "branch": ("branch",), "url": ("url",)}
+MESSAGE_CHARS = 160  # a longer message is shown by its first line, cut here
+
+
+def clean(value: str) -> str:
+    """Every value filled into a message from a command passes here: the one redaction."""
+    return redact(value)
+
+
+def tool_spec(config: dict[str, Any], tool: str | None) -> tuple[str, dict[str, Any]]:
+    """(call template, declared args) of ``tool``: a string, or ``{call, args}``."""
+    spec = (config.get("tools") or {}).get(tool) if tool else None
+    if isinstance(spec, dict):
+        args = spec.get("args") or {}
+        return str(spec.get("call") or tool), {k: (v if isinstance(v, dict) else {"default": v}) for k, v in args.items()}
+    return (spec or tool or ""), {}
+
+
+def _quoted(text: str) -> str:
+    return json.dumps(text, ensure_ascii=False)
+
+
+def _message_value(text: str) -> str:
+    text = text.strip()
+    first = text.split("\n", 1)[0].strip()
+    if first != text or len(first) > MESSAGE_CHARS:
+        first = first[:MESSAGE_CHARS].rstrip() + " …"
+    return first
+
+
+def fill_values(fills: list[tuple[Invocation, dict[str, Any]]], repo_path: str, trees: tuple[str, ...],
+                declared: dict[str, Any]) -> dict[str, str]:
+    """The call's arguments the command names, from the facts of its invocations answered by the
+    same tool (``git add A && git commit -m M``: A and M): files relative to the repository (the
+    prefix) and to the tree, the message, the branch (not one the tool's args say ``never``)."""
+    out: dict[str, str] = {}
+    files: list[str] = []
+    tree_files: list[str] = []
+    message = message_file = branch = None
+    home = "/root"
+    for inv, facts in fills:
+        base = facts.get("repo_path") or inv.cwd
+        for f in facts.get("files") or ():
+            if UNKNOWN in f or UNKNOWN in base:
+                continue
+            full = paths.join(base, f, home)
+            rel = posixpath.relpath(full, repo_path) if full.startswith("/") else f
+            in_tree = paths.relative_to_tree(full, trees)
+            if rel != "." and rel not in files:
+                files.append(rel)
+            if not in_tree.startswith("/") and in_tree not in tree_files:
+                tree_files.append(in_tree)
+        m = facts.get("message")
+        if message is None and m and UNKNOWN not in m:
+            message = m
+        mf = facts.get("message_file")
+        if message_file is None and mf and UNKNOWN not in mf:
+            message_file = mf
+        b = facts.get("branch")
+        if branch is None and b and UNKNOWN not in b:
+            branch = b
+    if files:
+        out["files"] = "[" + ", ".join(_quoted(clean(f)) for f in files) + "]"
+    if tree_files:
+        out["paths"] = "[" + ", ".join(_quoted(clean(f)) for f in tree_files) + "]"
+        out["file"] = _quoted(clean(tree_files[0]))
+    if message is not None:
+        out["message"] = _quoted(clean(_message_value(message)))
+    elif message_file is not None:
+        out["message"] = "<the text of " + clean(message_file) + ">"
+    never = (declared.get("branch") or {}).get("never") or ()
+    if branch is not None and branch not in never:
+        out["branch"] = _quoted(clean(branch))
+    return out
+
+
+def unfilled(rule: dict[str, Any], fills: list[tuple[Invocation, dict[str, Any]]], config: dict[str, Any],
+             trees: tuple[str, ...], repo_path: str) -> list[str]:
+    """The tool's declared arguments the command names but the rule's message leaves out (lint)."""
+    call, declared = tool_spec(config, rule.get("tool"))
+    if not declared:
+        return []
+    named = fill_values(fills, repo_path, trees, declared)
+    message = rule.get("message") or ""
+    shown = call if "{tool_call}" in message else ""
+    return [a for a in declared if a in named and "{" + a + "}" not in shown and "{" + a + "}" not in message]
 
 
 def route_text(ctx: Context, config: dict[str, Any]) -> str:
@@ -35,6 +131,7 @@ def render(
     unknown: bool = False,
     others: list[tuple[str, str]] | None = None,
     scanned: bool = False,
+    fills: list[tuple[Invocation, dict[str, Any]]] | None = None,
 ) -> str:
     trees = ctx.trees
     repo_path = facts.get("repo_path") or inv.cwd
@@ -49,8 +146,13 @@ def render(
         path=paths.relative_to_tree(dest, trees).replace(UNKNOWN, "…") if dest else prefix,
     )
     tool = rule.get("tool")
-    tools = config.get("tools") or {}
-    values["tool_call"] = (tools.get(tool) or tool or "").format_map(values) if tool else ""
+    call, declared = tool_spec(config, tool)
+    for name, default in _DEFAULTS.items():
+        values[name] = str((declared.get(name) or {}).get("default", default))
+    values.update(fill_values(fills or [(inv, facts)], repo_path, trees, declared))
+    if "url" in values and facts.get("url"):
+        values["url"] = clean(values["url"])
+    values["tool_call"] = call.format_map(values) if tool else ""
     template = rule.get("message") or "Refused: {what}."
     try:
         text = template.format_map(values)

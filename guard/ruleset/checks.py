@@ -13,7 +13,7 @@ from guard.ruleset.read import Diagnostic, Doc, Path_, did_you_mean
 from guard.ruleset.schema import shown, vocabulary
 
 PLACEHOLDERS = ("what", "prefix", "url", "path", "tool_call")
-TOOL_PLACEHOLDERS = ("what", "prefix", "url", "path")
+TOOL_PLACEHOLDERS = ("what", "prefix", "url", "path", "files", "paths", "file", "message", "branch")
 # what an annotation's message may name besides the pattern's named groups
 ANNOTATION_DERIVED = ("url", "host", "repo", "program")
 REGEXISH = ("^", "$", ".*", ".+", "\\", "[", "(?", "|")
@@ -130,6 +130,17 @@ def _impossible_facts(e: Entry, m: Mapping[str, Any], specs: Mapping[str, Any]) 
     if not names or any(not isinstance(n, str) for n in names):
         return []
     out = []
+    for key in ("has", "lacks"):  # their values are fact names
+        vals = m.get(key)
+        for v in vals if isinstance(vals, list) else [vals] if vals is not None else []:
+            if not isinstance(v, str):
+                continue
+            if v not in ALL_FACTS:
+                out.append(e.doc.diag((*e.path, "match", key), f"{v!r} is not a fact name{did_you_mean(v, sorted(ALL_FACTS))}",
+                                      "unknown-fact"))
+            elif all(v not in possible_facts(spec_for(n, specs)[0]) for n in names):
+                out.append(e.doc.diag((*e.path, "match", key), f"program {' or '.join(repr(n) for n in names)} never has "
+                                      f"the fact {v!r}; see rules/README.md, Program specs", "impossible-fact"))
     for key in m:
         if key == "program" or key not in ALL_FACTS:  # an unknown key is the schema's to report
             continue
@@ -152,6 +163,8 @@ def config_problems(doc: Doc) -> list[Diagnostic]:
     tools = cfg.get("tools") if isinstance(cfg, dict) else None
     if isinstance(tools, dict):
         for name, text in tools.items():
+            if isinstance(text, dict):
+                text = text.get("call")
             if isinstance(text, str):
                 prob = template_problem(text, TOOL_PLACEHOLDERS)
                 if prob:

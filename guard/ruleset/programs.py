@@ -35,6 +35,21 @@ class Spec:
     meaning: str | None = None
     api: tuple[tuple[str, Any], ...] | None = None
     clone: tuple[str, str] | None = None
+    # what a subcommand's operands and option values name (``subcommands: NAME: files/values/…``)
+    sub_files: tuple[tuple[str, str], ...] = ()  # (subcommand, "all" | "named")
+    sub_values: tuple[tuple[str, tuple[tuple[str, frozenset[str]], ...]], ...] = ()  # (sub, ((fact, options), …))
+    sub_operand_value: tuple[tuple[str, str], ...] = ()  # (subcommand, fact)
+    sub_refspecs: tuple[tuple[str, int], ...] = ()  # (subcommand, operands before the refspecs)
+    file_like: str | None = None
+    tag_like: str | None = None
+    what_flags: tuple[tuple[str, tuple[str, ...]], ...] = ()
+    drives_git: tuple[tuple[str, str | None], ...] = ()
+
+    def per_sub(self, table: tuple[tuple[str, Any], ...], sub: str | None, default: Any = None) -> Any:
+        for name, v in table:
+            if name == sub:
+                return v
+        return default
 
     def option_values(self, sub: str | None) -> frozenset[str]:
         for name, opts in self.sub_with_value:
@@ -52,12 +67,15 @@ class Spec:
 NO_SPEC = Spec("")
 
 # The facts each part of a spec makes possible (lint: a rule naming a program can only want these)
-READER_FACTS = frozenset({"args", "flags", "url_arg", "flags_any", "flags_all", "flags_none", "has_args", "args_match"})
+READER_FACTS = frozenset({"args", "flags", "url_arg", "flags_any", "flags_all", "flags_none", "has_args", "args_match",
+                          "has", "lacks"})
 SUBCOMMAND_FACTS = frozenset({"subcommand", "action"})
 INFO_FACTS = frozenset({"info"})
 API_FACTS = frozenset({"http_write", "http_method", "forge", "github", "endpoint", "http_path", "graphql",
                        "http_path_has"})
 CLONE_FACTS = frozenset({"dest", "dest_path"})
+# What a subcommand's operands name (spec ``files``, ``values``, ``operand_value``, ``refspecs``)
+OPERAND_FACTS = frozenset({"files", "rev_path", "message", "message_file", "branch", "tag_push"})
 HTTP_FACTS = frozenset({"http_method", "forge", "github", "http_write", "url", "http_path", "graphql", "oauth",
                         "http_path_has"})
 MEANING_FACTS: dict[str, frozenset[str]] = {
@@ -74,7 +92,7 @@ ANY_PROGRAM_FACTS = frozenset({"program", "token_ref", "env_search", "cred_store
 
 
 ALL_FACTS = frozenset().union(ANY_PROGRAM_FACTS, READER_FACTS, SUBCOMMAND_FACTS, INFO_FACTS, API_FACTS, CLONE_FACTS,
-                               *MEANING_FACTS.values())
+                               OPERAND_FACTS, *MEANING_FACTS.values())
 
 
 def possible_facts(spec: Spec | None) -> frozenset[str]:
@@ -92,6 +110,10 @@ def possible_facts(spec: Spec | None) -> frozenset[str]:
         out |= CLONE_FACTS
     if spec.meaning:
         out |= MEANING_FACTS.get(spec.meaning, frozenset())
+    if spec.sub_files or spec.sub_values or spec.sub_operand_value or spec.sub_refspecs:
+        out |= OPERAND_FACTS
+    if spec.drives_git:
+        out |= MEANING_FACTS["git-repository"]
     return frozenset(out)
 
 
@@ -122,6 +144,18 @@ def compile_spec(name: str, s: Mapping[str, Any]) -> Spec:
         meaning=s.get("meaning"),
         api=tuple((k, _fs(v) if isinstance(v, list) else v) for k, v in api.items()) if isinstance(api, dict) else None,
         clone=(str(clone.get("subcommand")), str(clone.get("action"))) if isinstance(clone, dict) else None,
+        sub_files=tuple((str(k), str(v["files"])) for k, v in subs.items() if isinstance(v, dict) and v.get("files")),
+        sub_values=tuple((str(k), tuple((str(f), _fs(o)) for f, o in v["values"].items()))
+                         for k, v in subs.items() if isinstance(v, dict) and isinstance(v.get("values"), dict)),
+        sub_operand_value=tuple((str(k), str(v["operand_value"])) for k, v in subs.items()
+                                if isinstance(v, dict) and v.get("operand_value")),
+        sub_refspecs=tuple((str(k), int(v["refspecs"])) for k, v in subs.items()
+                           if isinstance(v, dict) and isinstance(v.get("refspecs"), int)),
+        file_like=s.get("file_like"),
+        tag_like=s.get("tag_like"),
+        what_flags=tuple((str(k), tuple(str(f) for f in v or ())) for k, v in (s.get("what_flags") or {}).items()),
+        drives_git=tuple((str(d.get("subcommand")), d.get("action")) for d in s.get("drives_git") or ()
+                         if isinstance(d, dict)),
     )
 
 
@@ -148,6 +182,7 @@ class Reading:
     global_options: tuple[tuple[str, str], ...]  # (option, value) before the subcommand, for those taking one
     options: tuple[tuple[str, str], ...]  # (option, value) after it, for those taking one
     info: bool
+    dashdash: int = -1  # how many operands came before a `--` (-1: none)
 
 
 URL_RE = re.compile(r"^([a-z][a-z0-9+.-]*://|[\w.-]+@[\w.-]+:)", re.I)
@@ -188,6 +223,7 @@ def read(argv: tuple[str, ...] | list[str], spec: Spec) -> Reading:
     pos: list[str] = []
     flags: set[str] = set()
     dashdash = False
+    before_dashdash = -1
     j = start
     while j < n:
         a = argv[j]
@@ -196,6 +232,7 @@ def read(argv: tuple[str, ...] | list[str], spec: Spec) -> Reading:
             pos.append(a)
         elif a == "--":
             dashdash = True
+            before_dashdash = len(pos)
         elif a.startswith("--"):
             name, eq, val = a.partition("=")
             flags.add(name)
@@ -212,7 +249,13 @@ def read(argv: tuple[str, ...] | list[str], spec: Spec) -> Reading:
             elif len(a) > 2:
                 flags.add(a[:2])
                 flags.update("-" + c for c in a[1:] if c.isalpha())
-    return Reading(sub, i if spec.subcommand else n, tuple(pos), frozenset(flags), tuple(gopts), tuple(options), info)
+                if a[:2] in with_value:  # -mMSG: the value is attached
+                    options.append((a[:2], a[2:]))
+                elif "-" + a[-1] in with_value and a[1:].isalpha():  # -am MSG: the last letter takes the value
+                    options.append(("-" + a[-1], argv[j] if j < n else ""))
+                    j += 1
+    return Reading(sub, i if spec.subcommand else n, tuple(pos), frozenset(flags), tuple(gopts), tuple(options), info,
+                   before_dashdash)
 
 
 def reader_facts(r: Reading, spec: Spec | None) -> dict[str, Any]:
