@@ -701,7 +701,7 @@ def operand_facts(r: Reading, spec: Spec, base: str, world: World) -> dict:
     """What a subcommand's operands and option values name, as its spec says: ``files`` (the
     operands naming files, as written), ``rev_path`` (one is REV:path), ``message``,
     ``message_file``, ``branch`` (an option's value, the first operand, or a push's refspec
-    destination) and ``tag_push``. Only the values the command names are facts."""
+    destination), ``tag_push`` and ``ref_delete`` (a refspec ``:NAME``). Only the values the command names are facts."""
     sub = r.subcommand
     out: dict = {}
     args = r.args
@@ -735,6 +735,9 @@ def operand_facts(r: Reading, spec: Spec, base: str, world: World) -> dict:
             out["tag_push"] = True
         for ref in args[skip:]:
             src, colon, dst = ref.lstrip("+").partition(":")
+            if colon and not src:  # :NAME deletes NAME on the remote
+                out["ref_delete"] = True
+                continue
             dst = dst if colon else src
             if dst.startswith("refs/tags/") or (tag is not None and tag.search(dst)):
                 out["tag_push"] = True
