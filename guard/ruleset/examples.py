@@ -123,6 +123,10 @@ def judge_example(rule: Mapping[str, Any], kind: str, command: str, ctx: Any, rs
             return False, f"{q} was refused by {rid}; expected {rid} not to refuse it"
         return True, ""
     if refused and v.rule == rid:
+        left = _unfilled(rule, v, res, ectx, rs)
+        if left:
+            return False, (f"{q} names {', '.join(left)}, but the message leaves {'them' if len(left) > 1 else 'it'} out of "
+                           f"{rule.get('tool')}'s call; use {{tool_call}} (or {{{left[0]}}}) so the agent gets the value")
         return True, ""
     if refused:
         beaten = _beaten_by(rule, v, res, ectx, rs)
@@ -130,6 +134,18 @@ def judge_example(rule: Mapping[str, Any], kind: str, command: str, ctx: Any, rs
             return False, f"{q} was refused by {by}, not by {rid}: {beaten}"
         return False, f"{q} was refused by {by}, not by {rid}" + _why_not(rule, res, ectx, rs)
     return False, f"{q} was allowed; expected {rid} to refuse it" + _why_not(rule, res, ectx, rs)
+
+
+def _unfilled(rule: Mapping[str, Any], v: Any, res: Any, ctx: Any, rs: RuleSet) -> list[str]:
+    """The arguments the rule's tool declares (config ``tools: NAME: args``) that the command names
+    but the message does not fill."""
+    from guard.policy.messages import unfilled
+
+    if not rule.get("tool"):
+        return []
+    pairs = [(inv, f) for inv, f in _invocation_facts(res, ctx, rs) if inv.cwd == v.matched.cwd]
+    repo_path = next((f.get("repo_path") for inv, f in pairs if inv == v.matched), None) or v.matched.cwd
+    return unfilled(dict(rule), pairs, rs.config, ctx.trees, repo_path)
 
 
 def _invocation_facts(res: Any, ctx: Any, rs: RuleSet) -> list[tuple[Any, dict[str, Any]]]:
