@@ -37,7 +37,9 @@ def test_wording_is_stable_across_runs_and_processes() -> None:
 
 
 def test_tool_is_named_with_arguments() -> None:
-    v = verdict("git commit -am wip")
+    v = verdict("git commit -am wip")  # the message the command names; no file named
+    assert 'git_commit(prefix="app", files=[...], message="wip")' in v.message
+    v = verdict("git commit")
     assert 'git_commit(prefix="app", files=[...], message="...")' in v.message
     v = verdict("git clone https://github.com/o/r")
     assert 'git_clone(url="https://github.com/o/r"' in v.message

@@ -12,6 +12,16 @@ from guard.engine import analyze
 from tests.conftest import REPO
 
 SNAPSHOT = Path(__file__).with_name("verdicts-before.jsonl")
+# Issue 34: a catch-all's refusals are answered by the rule for what the invocation does (its
+# pointer), never with another verdict or category; these are the only rule changes allowed.
+REFINED = {
+    "git-mutate": {"git-discard-files", "git-unstage", "git-branch-create", "git-branch-delete", "git-update",
+                   "git-remote-update", "git-tag-write", "git-cherry-pick"},
+    "git-absent": {"git-stash-save", "git-stash-restore", "git-reset-hard", "git-reset-files"},
+    "git-log": {"git-file-history", "git-log-file"},
+    "git-read-probe": {"git-grep"},
+    "git-push": {"git-push-tag", "git-push-delete", "git-push-delete-refspec"},
+}
 PROJECTS = str(REPO / "fixtures" / "projects")
 
 
@@ -36,7 +46,8 @@ def test_every_labelled_fixture_keeps_its_recorded_verdict_and_rule() -> None:
                                        trees=(_fill(row.get("tree", "/workspace")),), env=env)
             v = analyze(_fill(row["command"]), ctx)
             compared += 1
-            if [v.verdict, v.category, v.rule] != [old["verdict"], old["category"], old["rule"]]:
+            same_rule = v.rule == old["rule"] or (old["rule"] in REFINED and v.rule in REFINED[old["rule"]])
+            if [v.verdict, v.category] != [old["verdict"], old["category"]] or not same_rule:
                 changed.append(f"{path.name}:{row['id']} {old['verdict']}/{old['category']}/{old['rule']} -> "
                                f"{v.verdict}/{v.category}/{v.rule}: {row['command'][:100]!r}")
     assert compared > 1000
