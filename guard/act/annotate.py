@@ -12,6 +12,7 @@ from __future__ import annotations
 import os
 
 from guard.record import dataclass
+from guard.text.redact import redact
 
 TYPE_CHECKING = False
 if TYPE_CHECKING:  # typing, collections.abc and re cost ~2-7 ms each on the command path
@@ -235,7 +236,7 @@ def render(
         def __missing__(self, key: str) -> str:
             return f"<{key}>"
 
-    filled = {k: v for k, v in values.items() if v}
+    filled = {k: redact(v) for k, v in values.items() if v}  # every value from the output: the one redaction
     return rule.message.format_map(_Fill(filled))
 
 

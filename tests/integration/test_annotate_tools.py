@@ -552,10 +552,10 @@ NPM = [
     Case("npm-install-dependency", lambda r: ["install"], "npm-git-credential", ('git_clone(url="{url}")',),
          setup=lambda r: _js_project(r, f'"privpkg": "git+{r.private}"')),
     Case("npm-install-missing-file", lambda r: ["install", "./no-such-dir"], None, setup=_js_project),
-    # npm >= 10 reports a git dependency it could not use only as ENOENT on the clone's
+    # npm >= 9 (recorded: 9.9.4, 10.9.9, 11.19.1) reports a git dependency it could not use only as ENOENT on the clone's
     # package.json (here: a repository without one), hiding git's own words: a hedged note
     Case("npm-install-git-enoent", lambda r: ["install", f"git+{r.public}"], "npm-git-hidden",
-         ("npm 10 and later hide git's own error", 'git_clone(url="{public}")'), setup=_js_project),
+         ("npm 9 and later hide git's own error", 'git_clone(url="{public}")'), setup=_js_project),
 ]
 
 
