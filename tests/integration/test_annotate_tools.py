@@ -471,6 +471,61 @@ def test_pip(case: Case, version: str, path: str, run: Run) -> None:
     check(case, "pip", version, path, run)
 
 
+def _requirements_in(r: Run) -> None:
+    r.project("compileproj", {"requirements.in": f"privpkg @ git+{r.private}\n"})
+
+
+# pip-compile (pip-tools) and hatch run pip, which runs git; the URL is in their output's
+# "× git clone … URL" line, not in the command
+PIP_COMPILE = [
+    Case("pip-compile-git-url", lambda r: ["--no-header", "--no-index", "-o", str(r.tmp / "out.txt"), "requirements.in"],
+         "pip-compile-git-credential", ('git_clone(url="{url}")', "requirements.in"), setup=_requirements_in),
+]
+
+
+@pytest.mark.parametrize(("case", "version", "path"), params("pip-compile", PIP_COMPILE))
+def test_pip_compile(case: Case, version: str, path: str, run: Run) -> None:
+    check(case, "pip-compile", version, path, run)
+
+
+def _hatch_project(r: Run) -> None:
+    text = PYPROJECT.replace("dependencies = []", f'dependencies = ["privpkg @ git+{r.private}"]')
+    text += '\n[build-system]\nrequires = ["hatchling"]\nbuild-backend = "hatchling.build"\n'
+    text += "\n[tool.hatch.metadata]\nallow-direct-references = true\n"
+    r.project("hatchproj", {"pyproject.toml": text, "x/__init__.py": ""})
+    r.env["HATCH_DATA_DIR"] = str(r.tmp / "hatch-data")
+    r.env["HATCH_CACHE_DIR"] = str(r.tmp / "hatch-cache")
+
+
+HATCH = [
+    Case("hatch-env-create", lambda r: ["env", "create"], "hatch-git-credential",
+         ('git_clone(url="{url}")', "pyproject.toml"), setup=_hatch_project),
+]
+
+
+@pytest.mark.parametrize(("case", "version", "path"), params("hatch", HATCH))
+def test_hatch(case: Case, version: str, path: str, run: Run) -> None:
+    check(case, "hatch", version, path, run)
+
+
+def _pdm_project(r: Run) -> None:
+    r.project("pdmproj", {"pyproject.toml": PYPROJECT})
+    r.env["PDM_HOME"] = str(r.tmp / "pdm-home")
+    r.env["PDM_CACHE_DIR"] = str(r.tmp / "pdm-cache")
+    r.env["PDM_CHECK_UPDATE"] = "false"
+
+
+PDM = [
+    Case("pdm-add-git-url", lambda r: ["add", "--no-self", f"privpkg @ git+{r.private}"], "hatch-git-credential",
+         ('git_clone(url="{url}")', "pyproject.toml"), setup=_pdm_project),
+]
+
+
+@pytest.mark.parametrize(("case", "version", "path"), params("pdm", PDM))
+def test_pdm(case: Case, version: str, path: str, run: Run) -> None:
+    check(case, "pdm", version, path, run)
+
+
 PYPROJECT = '[project]\nname = "x"\nversion = "0.1.0"\nrequires-python = ">=3.8"\ndependencies = []\n'
 
 
@@ -586,6 +641,17 @@ PNPM = [
     Case("pnpm-add-git-url", lambda r: ["add", f"git+{r.private}"], "pnpm-git-credential",
          ("pnpm add file:<path of the private copy>", "link:", 'git_clone(url="{url}")'), setup=_js_project),
 ]
+
+
+BUN = [
+    Case("bun-add-git-url", lambda r: ["add", f"git+{r.private}"], "bun-git-credential",
+         ('git_clone(url="{url}")', "bun add <path of the private copy>"), setup=_js_project),
+]
+
+
+@pytest.mark.parametrize(("case", "version", "path"), params("bun", BUN))
+def test_bun(case: Case, version: str, path: str, run: Run) -> None:
+    check(case, "bun", version, path, run)
 
 
 @pytest.mark.parametrize(("case", "version", "path"), params("pnpm", PNPM))
