@@ -258,6 +258,18 @@ def _outside(run: Run) -> None:
     run.cwd = d
 
 
+def _submodule_private(run: Run) -> None:
+    """A checkout whose .gitmodules names the private repository: the URL is not on the command line."""
+    _clone_public(run)
+    git = ["git", "-C", str(run.cwd), "-c", "user.name=t", "-c", "user.email=t@t"]
+    subprocess.run([*git, "submodule", "--quiet", "add", run.public, "sub"], env=run.env, check=True, capture_output=True)
+    subprocess.run([*git, "commit", "-qm", "sub"], env=run.env, check=True)
+    subprocess.run([*git, "config", "-f", ".gitmodules", "submodule.sub.url", run.private], env=run.env, check=True)
+    subprocess.run([*git, "submodule", "--quiet", "deinit", "-f", "sub"], env=run.env, check=True)
+    shutil.rmtree(run.cwd / ".git" / "modules" / "sub")
+    subprocess.run([*git, "config", "--remove-section", "submodule.sub"], env=run.env, check=False)
+
+
 GIT = [
     Case("git-clone-private", lambda r: ["clone", r.private, str(r.tmp / "out")], "git-terminal-prompts-disabled",
          ('git_clone(url="{url}")', "git clone {url} /tmp/private"), status=128),
@@ -270,6 +282,9 @@ GIT = [
          ('git_clone(url="<URL of the repository on 127.0.0.1>")',), setup=_clone_public),
     Case("git-submodule-add", lambda r: ["-c", "protocol.file.allow=always", "submodule", "add", r.private, "sub"],
          "git-terminal-prompts-disabled", ('git_clone(url="{url}")',), setup=_clone_public, status=128),
+    # the URL comes from git's "fatal: clone of 'URL' into submodule path" line
+    Case("git-submodule-update-private", lambda r: ["submodule", "update", "--init"], "git-terminal-prompts-disabled",
+         ('git_clone(url="{url}")',), setup=_submodule_private),
     Case("git-push-private", lambda r: ["push", r.private, "main"], "git-terminal-prompts-disabled",
          ('git_clone(url="{url}")',), setup=_clone_public, status=128),
     Case("git-wrong-password", lambda r: ["ls-remote", r.private.replace("http://", "http://agent:ghp_wrong@")],
@@ -506,24 +521,6 @@ HATCH = [
 @pytest.mark.parametrize(("case", "version", "path"), params("hatch", HATCH))
 def test_hatch(case: Case, version: str, path: str, run: Run) -> None:
     check(case, "hatch", version, path, run)
-
-
-def _pdm_project(r: Run) -> None:
-    r.project("pdmproj", {"pyproject.toml": PYPROJECT})
-    r.env["PDM_HOME"] = str(r.tmp / "pdm-home")
-    r.env["PDM_CACHE_DIR"] = str(r.tmp / "pdm-cache")
-    r.env["PDM_CHECK_UPDATE"] = "false"
-
-
-PDM = [
-    Case("pdm-add-git-url", lambda r: ["add", "--no-self", f"privpkg @ git+{r.private}"], "hatch-git-credential",
-         ('git_clone(url="{url}")', "pyproject.toml"), setup=_pdm_project),
-]
-
-
-@pytest.mark.parametrize(("case", "version", "path"), params("pdm", PDM))
-def test_pdm(case: Case, version: str, path: str, run: Run) -> None:
-    check(case, "pdm", version, path, run)
 
 
 PYPROJECT = '[project]\nname = "x"\nversion = "0.1.0"\nrequires-python = ">=3.8"\ndependencies = []\n'
