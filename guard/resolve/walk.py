@@ -407,8 +407,13 @@ class Walker:
             out = self.pipeline(body, inner, sub_fr, None)
         else:
             self.last_env = {}
+            made = self.sink.invocations
+            before = len(made)
             argv = self.node(body, inner, sub_fr)
-            out = programs.output_of(argv, None, _with_env(inner, self.last_env)) if isinstance(body, Simple) and argv else None
+            # a heredoc or here-string it reads is its input: $(cat <<'EOF' … EOF), as agents
+            # write commit messages, is the heredoc's text
+            stdin = made[-1].stdin if len(made) > before and made[-1].argv == argv else None
+            out = programs.output_of(argv, stdin, _with_env(inner, self.last_env)) if isinstance(body, Simple) and argv else None
         return out
 
     def later_code(self, name: str, value: object, st: State, fr: Frame) -> None:

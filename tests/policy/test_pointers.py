@@ -104,6 +104,12 @@ def test_no_credential_reaches_a_call() -> None:
     assert 'branch="fix/t"' in v["message"]
 
 
+def test_a_heredoc_message_reaches_the_call() -> None:
+    # $(cat <<'EOF' … EOF) is deterministic: its output is the heredoc's text
+    v = check("git add a.py && git commit -m \"$(cat <<'EOF'\nparser: accept commas\n\nWhy it matters.\nEOF\n)\"")
+    assert 'files=["a.py"], message="parser: accept commas …"' in v["message"]
+
+
 def test_a_long_message_is_shown_by_its_first_line() -> None:
     v = check("git commit -m 'subject line' -m 'a long body paragraph that explains why'")
     assert 'message="subject line …"' in v["message"]
