@@ -22,10 +22,9 @@ class _Fill(dict):
 
 
 # What a tool's call shows for an argument the command does not name, unless the tool's ``args``
-# say otherwise (rules/config.yaml), and the fact each argument is filled from.
-_DEFAULTS = {"files": "[...]", "paths": "[...]", "file": '"<file>"', "message": '"..."', "branch": '"<branch>"'}
-_SOURCE = {"files": ("files",), "paths": ("files",), "file": ("files",), "message": ("message", "message_file"),
-           "branch": ("branch",), "url": ("url",)}
+# say otherwise (rules/config.yaml).
+_DEFAULTS = {"files": "[...]", "paths": "[...]", "file": '"<file>"', "message": '"..."', "branch": '"<branch>"',
+             "title": '"..."'}
 MESSAGE_CHARS = 160  # a longer message is shown by its first line, cut here
 
 
@@ -63,7 +62,7 @@ def fill_values(fills: list[tuple[Invocation, dict[str, Any]]], repo_path: str, 
     out: dict[str, str] = {}
     files: list[str] = []
     tree_files: list[str] = []
-    message = message_file = branch = None
+    message = message_file = branch = title = None
     home = "/root"
     for inv, facts in fills:
         base = facts.get("repo_path") or inv.cwd
@@ -83,6 +82,9 @@ def fill_values(fills: list[tuple[Invocation, dict[str, Any]]], repo_path: str, 
         mf = facts.get("message_file")
         if message_file is None and mf and UNKNOWN not in mf:
             message_file = mf
+        t = facts.get("title")
+        if title is None and t and UNKNOWN not in t:
+            title = t
         b = facts.get("branch")
         if branch is None and b and UNKNOWN not in b:
             branch = b
@@ -95,6 +97,8 @@ def fill_values(fills: list[tuple[Invocation, dict[str, Any]]], repo_path: str, 
         out["message"] = _quoted(clean(_message_value(message)))
     elif message_file is not None:
         out["message"] = "<the text of " + clean(message_file) + ">"
+    if title is not None:
+        out["title"] = _quoted(clean(_message_value(title)))
     never = (declared.get("branch") or {}).get("never") or ()
     if branch is not None and branch not in never:
         out["branch"] = _quoted(clean(branch))

@@ -12,8 +12,8 @@ from typing import Any
 from guard.ruleset.read import Diagnostic, Doc, Path_, did_you_mean
 from guard.ruleset.schema import shown, vocabulary
 
-PLACEHOLDERS = ("what", "prefix", "url", "path", "tool_call", "files", "paths", "file", "message", "branch")
-TOOL_PLACEHOLDERS = ("what", "prefix", "url", "path", "files", "paths", "file", "message", "branch")
+PLACEHOLDERS = ("what", "prefix", "url", "path", "tool_call", "files", "paths", "file", "message", "branch", "title")
+TOOL_PLACEHOLDERS = ("what", "prefix", "url", "path", "files", "paths", "file", "message", "branch", "title")
 # what an annotation's message may name besides the pattern's named groups
 ANNOTATION_DERIVED = ("url", "host", "repo", "program")
 REGEXISH = ("^", "$", ".*", ".+", "\\", "[", "(?", "|")

@@ -75,7 +75,7 @@ API_FACTS = frozenset({"http_write", "http_method", "forge", "github", "endpoint
                        "http_path_has"})
 CLONE_FACTS = frozenset({"dest", "dest_path"})
 # What a subcommand's operands name (spec ``files``, ``values``, ``operand_value``, ``refspecs``)
-OPERAND_FACTS = frozenset({"files", "rev_path", "message", "message_file", "branch", "tag_push", "ref_delete"})
+OPERAND_FACTS = frozenset({"files", "rev_path", "message", "message_file", "branch", "title", "tag_push", "ref_delete"})
 HTTP_FACTS = frozenset({"http_method", "forge", "github", "http_write", "url", "http_path", "graphql", "oauth",
                         "http_path_has"})
 MEANING_FACTS: dict[str, frozenset[str]] = {

@@ -77,6 +77,9 @@ def check(command: str, cwd: str = "/workspace/app") -> dict:
     ("git tag v1", None, ["git tag v1."]),
     ("git tag -l", "git_log", ["git tag -l."]),
     ("git branch -D old", None, ["git branch -D."]),
+    # a pull request's branch and title from --head and --title
+    ("gh pr create -H fix/x -t 'parser: accept commas' -b body", "gh_pr_create",
+     ['gh_pr_create(prefix="app", branch="fix/x", title="parser: accept commas", body="...")']),
 ])
 def test_the_pointer_follows_what_the_invocation_does(command: str, tool: str | None, shows: list[str]) -> None:
     v = check(command)
