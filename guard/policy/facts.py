@@ -800,6 +800,9 @@ def facts_for(inv: Invocation, world: World) -> dict:
             facts.update(cli_clone(read_as, r, world))
         if spec.sub_files or spec.sub_values or spec.sub_operand_value or spec.sub_refspecs:
             facts.update(operand_facts(r, spec, facts.get("repo_path") or inv.cwd, world))
+            if facts.get("message_file") == "-" and inv.stdin:  # -F -: the text fed on stdin (a heredoc)
+                facts["message"] = inv.stdin
+                del facts["message_file"]
     elif world.read_all or prog in world.named:  # a rule names it: its operands and options, read without a spec
         facts.update(reader_facts(read(inv.argv, NO_SPEC_READER), None))
     facts.update(token_facts(inv, world))

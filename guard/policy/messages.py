@@ -47,7 +47,7 @@ def _quoted(text: str) -> str:
 
 
 def _message_value(text: str) -> str:
-    text = text.strip()
+    text = text.strip().replace(UNKNOWN, "…")
     first = text.split("\n", 1)[0].strip()
     if first != text or len(first) > MESSAGE_CHARS:
         first = first[:MESSAGE_CHARS].rstrip() + " …"
@@ -77,8 +77,8 @@ def fill_values(fills: list[tuple[Invocation, dict[str, Any]]], repo_path: str, 
             if not in_tree.startswith("/") and in_tree not in tree_files:
                 tree_files.append(in_tree)
         m = facts.get("message")
-        if message is None and m and UNKNOWN not in m:
-            message = m
+        if message is None and m and UNKNOWN not in m.strip().split("\n", 1)[0]:
+            message = m  # only its first line is shown: a body built at run time does not hide it
         mf = facts.get("message_file")
         if message_file is None and mf and UNKNOWN not in mf:
             message_file = mf

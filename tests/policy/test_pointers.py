@@ -113,6 +113,14 @@ def test_a_heredoc_message_reaches_the_call() -> None:
     assert 'files=["a.py"], message="parser: accept commas …"' in v["message"]
 
 
+def test_a_message_on_stdin_reaches_the_call() -> None:
+    v = check("git add a.py && git commit -F- <<'MSG'\nparser: accept commas\nMSG")
+    assert 'files=["a.py"], message="parser: accept commas"' in v["message"]
+    # a body built at run time does not hide a literal subject line
+    v = check('git commit -m "fix: x\n\nuses $(CFLAGS) now"')
+    assert 'message="fix: x …"' in v["message"]
+
+
 def test_a_long_message_is_shown_by_its_first_line() -> None:
     v = check("git commit -m 'subject line' -m 'a long body paragraph that explains why'")
     assert 'message="subject line …"' in v["message"]
