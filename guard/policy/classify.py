@@ -73,6 +73,20 @@ _last_world: list = []
 _PLACE = {"tree": True, "outside": False}  # where an invocation runs, as Verdict.in_tree says it
 
 
+class Hit:
+    """A refusing rule that matched one invocation: the rule's rank (precedence, then its
+    place in the trial order), the invocation's index in the command, the rule, the
+    invocation, its facts, and whether the match rests on a repository path left unknown."""
+
+    __slots__ = ("rank", "index", "rule", "inv", "facts", "unknown")
+
+    def __init__(self, rank: int, index: int, rule: dict, inv: Invocation, facts: dict, unknown: bool) -> None:
+        self.rank, self.index, self.rule, self.inv, self.facts, self.unknown = rank, index, rule, inv, facts, unknown
+
+    def __repr__(self) -> str:
+        return f"Hit({self.rule.get('id')!r} on {self.inv.argv!r}, rank {self.rank}, index {self.index})"
+
+
 def classify(script: Script, res: Resolution, ctx: Context, rs: RuleSet) -> Verdict:
     world = world_of(ctx, rs)
     compiled = _compiled(rs)
@@ -81,7 +95,7 @@ def classify(script: Script, res: Resolution, ctx: Context, rs: RuleSet) -> Verd
     notes = list(res.unresolved)
     if mode_note:
         notes.append(mode_note)
-    hits: list[tuple[int, int, dict, Invocation, dict, bool]] = []
+    hits: list[Hit] = []
     places: list[bool | None] = []
     quiet = compiled.quiet
     for idx, inv in enumerate(res.invocations):
@@ -120,7 +134,7 @@ def classify(script: Script, res: Resolution, ctx: Context, rs: RuleSet) -> Verd
                 continue
             # the first rule that matches answers for the invocation, on trial or not: a rule
             # put on observe does not hand its invocations to a catch-all behind it
-            hits.append((rank, idx, rule, inv, facts, m == "unknown"))
+            hits.append(Hit(rank, idx, rule, inv, facts, m == "unknown"))
             break
     out = res.invocations
     if not hits:
@@ -128,20 +142,21 @@ def classify(script: Script, res: Resolution, ctx: Context, rs: RuleSet) -> Verd
         # invocations, unresolved, parser, rule_source, matched, also, in_tree): one per command
         return Verdict("allow", None, None, None, None, out, tuple(notes), script.parser, None, None, (), tuple(places))
     # the strongest action any matched rule takes decides; among its rules, precedence and order
-    hits.sort(key=lambda h: (STRENGTH[compiled.action_of(h[2], mode)], h[0], h[1]))
-    _, _, rule, inv, facts, unknown = hits[0]
+    hits.sort(key=lambda h: (STRENGTH[compiled.action_of(h.rule, mode)], h.rank, h.index))
+    best = hits[0]
+    rule, inv, facts, unknown = best.rule, best.inv, best.facts, best.unknown
     action, action_source = compiled.action_with_source(rule, mode)
     # the others the message names are what this action also does: a refusal never names what a
     # rule on trial matched, and a warning never what only an observed rule did
-    hits = [h for h in hits if compiled.action_of(h[2], mode) == action]
+    hits = [h for h in hits if compiled.action_of(h.rule, mode) == action]
     others = []
     for h in hits[1:]:
-        cat = h[2].get("category")
+        cat = h.rule.get("category")
         if cat != rule.get("category") and cat not in [o[0] for o in others]:
-            others.append((cat, _what(h[3], h[4], world.programs)))
+            others.append((cat, _what(h.inv, h.facts, world.programs)))
     tool = rule.get("tool")
     # the call is filled from every invocation answered by the same tool (git add A && git commit -m M)
-    fills = [(h[3], h[4]) for h in sorted(hits, key=lambda h: h[1]) if tool and h[2].get("tool") == tool]
+    fills = [(h.inv, h.facts) for h in sorted(hits, key=lambda h: h.index) if tool and h.rule.get("tool") == tool]
     message = render(rule, inv, facts, ctx, rs.config, _what(inv, facts, world.programs), unknown=unknown,
                      others=others, scanned=script.parser == "scan", fills=fills or None)
     if action == "warn":  # the command runs: the agent reads the route, not a refusal

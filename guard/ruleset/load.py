@@ -49,9 +49,12 @@ def _compiler_stamp() -> str:
     """Size and mtime of the compiler and its schemas: a new guard recompiles the rules."""
     here = os.path.dirname(os.path.realpath(__file__))
     out = []
-    names = ("compile.py", "checks.py", "schema.py", "examples.py", "annotations.py", "schema/command-rules.json",
-             "schema/config.json", "schema/programs.json", "schema/annotations.json",
-             "../resolve/wrappers.py")  # the reading a program spec's runs: examples are checked with
+    # every module of the rule-set layer (what a compile reads, checks and derives with), its
+    # schemas, and the resolver's reading of a spec's runs: examples; a compile made by other
+    # code must never be taken for this code's
+    names = sorted(n for n in os.listdir(here) if n.endswith(".py")) + [
+        "schema/command-rules.json", "schema/config.json", "schema/programs.json", "schema/annotations.json",
+        "../resolve/wrappers.py"]
     for f in (os.path.join(here, n) for n in names):
         try:
             st = os.stat(f)
