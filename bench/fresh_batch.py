@@ -1,0 +1,126 @@
+#!/usr/bin/env python3
+"""Score guard on the fresh batch (fixtures/fresh/*.jsonl, labels from real bash; see
+fixtures/fresh/README.md): per family, the share of cases whose verdict equals the label,
+then every miss with guard's answer.
+
+    python3 bench/fresh_batch.py [--json] [--no-world] [FAMILY...]
+
+guard is found as $GUARD_BIN, else `guard` on PATH, else bin/guard run with this Python.
+Every line goes through one `guard check --jsonl --json` with GUARD_TREE=/workspace.
+"""
+import json
+import os
+import shutil
+import subprocess
+import sys
+from pathlib import Path
+
+ROOT = Path(__file__).resolve().parent.parent
+FRESH = ROOT / "fixtures" / "fresh"
+
+
+def guard_cmd():
+    if os.environ.get("GUARD_BIN"):
+        return [os.environ["GUARD_BIN"]]
+    venv = ROOT / ".venv" / "bin" / "guard"
+    if venv.exists():
+        return [str(venv)]
+    if shutil.which("guard"):
+        return [shutil.which("guard")]
+    return [sys.executable, str(ROOT / "bin" / "guard")]
+
+
+def load(families):
+    cases = []
+    for f in sorted(FRESH.glob("*.jsonl")):
+        if families and f.stem not in families:
+            continue
+        for line in f.read_text().splitlines():
+            if line.strip() and not line.startswith("#"):
+                cases.append(json.loads(line))
+    return cases
+
+
+def make_world():
+    """The cases assume a clone in temp space at /tmp/src/proj (a .git, a file, a src/ folder),
+    as the labelling run had. guard reads the real file system, so give it the same; made only
+    if absent, and removed afterwards. --no-world skips it (copies of the clone then look like
+    copies of a missing directory)."""
+    proj = Path("/tmp/src/proj")
+    if Path("/tmp/src").exists():
+        return None
+    (proj / ".git" / "refs").mkdir(parents=True)
+    (proj / ".git" / "HEAD").write_text("ref: refs/heads/main\n")
+    (proj / "file.txt").write_text("hello\n")
+    (proj / "src").mkdir()
+    (proj / "src" / "lib.py").write_text("x = 1\n")
+    return Path("/tmp/src")
+
+
+def main(argv):
+    made = None if "--no-world" in argv else make_world()
+    try:
+        run(argv)
+    finally:
+        if made:
+            shutil.rmtree(made, ignore_errors=True)
+
+
+def run(argv):
+    as_json = "--json" in argv
+    families = [a for a in argv if not a.startswith("--")]
+    cases = load(families)
+    stdin = "".join(json.dumps({"command": c["command"], "cwd": c["cwd"], "id": c["id"]}) + "\n"
+                    for c in cases)
+    env = dict(os.environ, GUARD_TREE="/workspace")
+    for k in ("GUARD_RULES", "GUARD_CONFIG", "GUARD_ROUTE", "GUARD_ROLE"):
+        env.pop(k, None)
+    p = subprocess.run(guard_cmd() + ["check", "--jsonl", "--json"], input=stdin,
+                       capture_output=True, text=True, env=env, cwd=ROOT)
+    if p.returncode != 0:
+        sys.exit("guard check --jsonl failed (%d): %s" % (p.returncode, p.stderr[-2000:]))
+    verdicts = {}
+    for line in p.stdout.splitlines():
+        v = json.loads(line)
+        verdicts[v.get("id")] = v
+    report = {}
+    for c in cases:
+        fam = report.setdefault(c["family"], {"cases": 0, "right": 0, "refuse": 0, "caught": 0,
+                                              "allow": 0, "kept": 0, "misses": []})
+        v = verdicts.get(c["id"], {})
+        got = v.get("verdict", "missing")
+        fam["cases"] += 1
+        fam[c["label"]] += 1
+        if got == c["label"]:
+            fam["right"] += 1
+            fam["caught" if c["label"] == "refuse" else "kept"] += 1
+        else:
+            fam["misses"].append({
+                "id": c["id"], "command": c["command"], "label": c["label"], "got": got,
+                "kind": "false allow" if c["label"] == "refuse" else "false refusal",
+                "category": v.get("category"), "rule": v.get("rule"),
+                "unresolved": v.get("unresolved"), "checked": c["checked"], "why": c["why"],
+            })
+    if as_json:
+        print(json.dumps(report, indent=1))
+        return
+    tot = [0, 0]
+    for name, fam in report.items():
+        tot[0] += fam["cases"]
+        tot[1] += fam["right"]
+        print("%-12s %3d cases  first try %5.1f %%  (refusals caught %d/%d, allows kept %d/%d)" % (
+            name, fam["cases"], 100.0 * fam["right"] / fam["cases"], fam["caught"], fam["refuse"],
+            fam["kept"], fam["allow"]))
+    print("%-12s %3d cases  first try %5.1f %%" % ("all", tot[0], 100.0 * tot[1] / max(tot[0], 1)))
+    for name, fam in report.items():
+        for m in fam["misses"]:
+            print("\nMISS %s (%s; label %s, checked %s): guard %s%s" % (
+                m["id"], m["kind"], m["label"], m["checked"], m["got"],
+                " [%s/%s]" % (m["category"], m["rule"]) if m["got"] == "refuse" else
+                (" unresolved=%s" % m["unresolved"] if m["unresolved"] else "")))
+            print("  $ " + m["command"].replace("\n", "\n    "))
+            print("  why: " + m["why"])
+
+
+if __name__ == "__main__":
+    main(sys.argv[1:])
