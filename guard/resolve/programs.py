@@ -12,7 +12,7 @@ import guard.resolve.sourced as sourced
 from guard.ir import UNKNOWN, Invocation
 from guard.resolve import paths
 from guard.resolve.inline import analyze_inline, interpreter_lang  # not an import per command
-from guard.resolve.projects import parse_makefile
+from guard.resolve.projects import parse_makefile, shell_calls
 from guard.resolve.sedscript import sed_commands
 from guard.resolve.state import Call, Frame, State
 from guard.resolve.state import home_of as _home
@@ -98,7 +98,7 @@ def run(w: Walker, call: Call) -> tuple[str, ...] | None:
             w.string(code, _child(st, cwd, env), fr, label)
     if prog == "git" and _git_alias(w, Call(argv, st, fr, env, stdin, writes, refs, pos, cwd)):
         return argv
-    if prog in ("npm", "yarn", "pnpm", "make", "gmake") and _project_runner(w, argv, st, fr, cwd, env):
+    if prog in ("npm", "yarn", "pnpm", "make", "gmake") and _project_runner(w, argv, st, fr, cwd, env, stdin):
         w.emit(Call(argv, st, fr, env, stdin, writes, refs, pos, cwd), prog)
         return argv
     if _interpreter(w, argv, st, fr, cwd, env, stdin):
@@ -193,6 +193,8 @@ def archive_copy(left: Invocation, right: Invocation, home: str) -> tuple[list[s
     """(sources, destination) when ``left | right`` copies files: tar create to stdout into tar
     extract from stdin, or find's start points into ``cpio -p DEST``."""
     lp, rp = left.program, right.program
+    if _leaves_out_vcs(left.argv):
+        return None  # what arrives is plain files: the repository's .git stays behind
     if lp == "tar" and rp == "tar":
         c, x = _tar(left.argv), _tar(right.argv)
         if c is None or x is None or c[0] != "c" or x[0] != "x" or c[1] != "-" or x[1] != "-":
@@ -213,6 +215,37 @@ def archive_copy(left: Invocation, right: Invocation, home: str) -> tuple[list[s
             srcs.append(paths.join(left.cwd, a, home))
         return srcs or [paths.join(left.cwd, starts[0], home)], paths.real(paths.join(right.cwd, ops[-1], home))
     return None
+
+
+def _names_git_dir(pattern: str) -> bool:
+    """Whether a tar --exclude or find -name/-path pattern matches a .git folder."""
+    from fnmatch import fnmatchcase
+
+    p = pattern.strip("'\"")
+    return any(fnmatchcase(c, p) for c in (".git", "./.git", "proj/.git", "/tmp/src/proj/.git")) or p.rstrip("/*") in (
+        ".git", "./.git", "*/.git")
+
+
+def _leaves_out_vcs(argv: tuple[str, ...]) -> bool:
+    """Whether the producing side of a copy leaves version-control folders out: tar's
+    ``--exclude-vcs`` or ``--exclude=.git``, or find pruning or negating a ``.git`` match."""
+    prog = basename(argv[0]) if argv else ""
+    args = argv[1:]
+    if prog == "tar":
+        for k, a in enumerate(args):
+            if a == "--exclude-vcs":
+                return True
+            if a.startswith("--exclude=") and _names_git_dir(a[len("--exclude="):]):
+                return True
+            if a == "--exclude" and k + 1 < len(args) and _names_git_dir(args[k + 1]):
+                return True
+        return False
+    if prog == "find":
+        for k, a in enumerate(args[:-1]):
+            if a in ("-name", "-path", "-wholename", "-iname", "-ipath") and _names_git_dir(args[k + 1]):
+                if "-prune" in args[k + 2:k + 4] or (k > 0 and args[k - 1] in ("!", "-not")):
+                    return True
+    return False
 
 
 def _tar(argv: tuple[str, ...]) -> tuple[str, str, str, list[str]] | None:
@@ -342,8 +375,9 @@ def commands_read(argv: tuple[str, ...], st: State, cwd: str, stdin: str | None)
                 texts.append(a.split("=", 1)[1])
             elif a == "--eval" and k + 1 < len(argv):
                 texts.append(argv[k + 1])
-        for text in texts:  # read as any makefile is: every rule's recipe may run
+        for text in texts:  # read as any makefile is: every rule's recipe may run, and every $(shell …)
             rules, _ = parse_makefile(text)
+            out.extend((f"{prog} $(shell)", code) for code in shell_calls(text))
             out.extend((f"{prog} recipe", line.strip()) for _, recipe in rules.values() for _, line in recipe
                        if line.strip())
         return out
@@ -478,13 +512,19 @@ def _quote(s: str) -> str:
 
 
 def _project_runner(
-    w: Walker, argv: tuple[str, ...], st: State, fr: Frame, cwd: str, env: dict[str, str | None]
+    w: Walker, argv: tuple[str, ...], st: State, fr: Frame, cwd: str, env: dict[str, str | None],
+    stdin: str | None = None,
 ) -> bool:
-    """``npm run X`` and ``make X``: analyse the commands they would run, from their files."""
+    """``npm run X`` and ``make X``: analyse the commands they would run, from their files (or
+    a makefile the command wrote earlier, or one fed on stdin to ``make -f -``)."""
     import guard.resolve.projects as projects
 
     prog = basename(argv[0])
-    steps = projects.make_recipes(argv, cwd) if prog in ("make", "gmake") else projects.npm_scripts(argv, cwd)
+    if prog in ("make", "gmake"):
+        steps = projects.make_recipes(argv, cwd, written=st.fx.files)
+        cwd = projects.make_dir(argv, cwd)  # recipes run in make -C's folder
+    else:
+        steps = projects.npm_scripts(argv, cwd)
     if not steps:
         return False
     for label, code in steps:

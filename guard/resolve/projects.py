@@ -10,6 +10,10 @@ import guard.resolve.files as files
 from guard.ir import UNKNOWN
 from guard.resolve import paths
 
+TYPE_CHECKING = False
+if TYPE_CHECKING:
+    from collections.abc import Mapping
+
 FILE_CAP = 512 * 1024
 NPM_SHORTCUTS = frozenset({"test", "start", "stop", "restart"})
 
@@ -80,8 +84,12 @@ def _expand_vars(line: str, variables: dict[str, str]) -> str:
 RULE_RE = re.compile(r"^([^\s:=#][^:=#]*?)\s*::?(?!=)\s*([^;#]*)")
 
 
-def make_recipes(argv: tuple[str, ...], cwd: str, limit: int = 200) -> list[tuple[str, str]] | None:
-    """[(label, recipe line)] for ``make [-C DIR] [-f FILE] [TARGET…]``, prerequisites first."""
+def make_recipes(argv: tuple[str, ...], cwd: str, limit: int = 200,
+                 written: Mapping[str, str] | None = None) -> list[tuple[str, str]] | None:
+    """[(label, shell code)] for ``make [-C DIR] [-f FILE] [TARGET…]``, prerequisites first: each
+    recipe line, and each ``$(shell …)`` the makefile holds (make runs those as it reads it).
+    A makefile the command wrote earlier (``written``: path → text) is read as written. A
+    makefile on stdin (``-f -``) is read where stdin is known (``programs.commands_read``)."""
     if any(a in ("-n", "--dry-run", "--just-print", "--recon", "-q", "--question") for a in argv[1:]):
         return []  # prints or checks the recipes, runs none
     mfile = None
@@ -105,17 +113,25 @@ def make_recipes(argv: tuple[str, ...], cwd: str, limit: int = 200) -> list[tupl
         elif not a.startswith("-") and "=" not in a:
             targets.append(a)
         i += 1
-    name = mfile or next((n for n in ("GNUmakefile", "makefile", "Makefile") if _read(paths.join(cwd, n)) is not None), None)
+    written = written or {}
+
+    def read(name: str) -> str | None:
+        if name == "-":
+            return None
+        path = paths.join(cwd, name)
+        return written[path] if path in written else _read(path)
+
+    name = mfile or next((n for n in ("GNUmakefile", "makefile", "Makefile") if read(n) is not None), None)
     if name is None:
         return None
-    path = paths.join(cwd, name)
-    text = _read(path)
+    text = read(name)
     if text is None:
         return None
+    shown = name
+    out: list[tuple[str, str]] = [(f"make → {shown}: $(shell)", code) for code in shell_calls(text)][:limit]
     rules, first = parse_makefile(text)
     if not rules:
-        return None
-    out: list[tuple[str, str]] = []
+        return out or None
     seen: set[str] = set()
 
     def visit(t: str, depth: int) -> None:
@@ -126,11 +142,31 @@ def make_recipes(argv: tuple[str, ...], cwd: str, limit: int = 200) -> list[tupl
         for p in prereqs:
             visit(p, depth + 1)
         for lineno, line in recipe:
-            out.append((f"make {t} → {name}:{lineno}", line))
+            out.append((f"make {t} → {shown}:{lineno}", line))
 
     for t in targets or ([first] if first else []):
         visit(t, 0)
     return out
+
+
+def make_dir(argv: tuple[str, ...], cwd: str) -> str:
+    """The folder make runs its recipes in: ``-C DIR`` (each one relative to the last), else cwd."""
+    for i, a in enumerate(argv[1:], start=1):
+        if a in ("-C", "--directory") and i + 1 < len(argv):
+            cwd = paths.join(cwd, argv[i + 1])
+        elif a.startswith("-C") and len(a) > 2:
+            cwd = paths.join(cwd, a[2:])
+        elif a.startswith("--directory="):
+            cwd = paths.join(cwd, a.split("=", 1)[1])
+    return cwd
+
+
+_SHELL_CALL = re.compile(r"\$[({]shell\s+((?:[^()]|\([^()]*\))*)[)}]")
+
+
+def shell_calls(text: str) -> list[str]:
+    """The commands of each ``$(shell …)`` in a makefile (one level of parentheses inside)."""
+    return [m.group(1).replace("$$", "$") for m in _SHELL_CALL.finditer(text.replace("\\\n", " "))]
 
 
 def parse_makefile(text: str) -> tuple[dict[str, tuple[list[str], list[tuple[int, str]]]], str | None]:

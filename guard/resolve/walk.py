@@ -300,6 +300,8 @@ class Walker:
         st.vars["_"] = args[-1]  # bash's $_: the last word of the command before
         if writes:
             self.remember_written(args, stdin, writes, st)
+        if stdin is not None and final and basename(final[0]) == "tee":
+            self.remember_teed(final, stdin, st)
         if not final:
             return final
         ran = final[0]
@@ -328,6 +330,16 @@ class Walker:
         for path in writes:
             if out is not None and UNKNOWN not in path:
                 st.fx.files[path] = out
+
+    def remember_teed(self, argv: tuple[str, ...], stdin: str, st: State) -> None:
+        """``tee FILE…`` writes its input to each FILE (``-a``: after what is there): a script
+        written that way and then run is analysed like one written with ``>``."""
+        append = any(a in ("-a", "--append") or (a[:1] == "-" and a[1:2] != "-" and "a" in a) for a in argv[1:])
+        for a in argv[1:]:
+            if a.startswith("-") or UNKNOWN in a:
+                continue
+            path = paths.join(st.cwd, a, str(st.vars.get("HOME") or "/root"))
+            st.fx.files[path] = (st.fx.files.get(path, "") if append else "") + stdin
 
     # ------------------------------------------------------------------ indirections
 

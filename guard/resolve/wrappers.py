@@ -438,7 +438,6 @@ WRAPPERS: dict[str, Callable[[tuple[str, ...]], Inner | None]] = {
     "sudo": _sudo,
     "doas": _sudo,
     "su": _su,
-    "runuser": _su,
     "nice": _simple("nice", {"-n"}, {"--adjustment"}),
     "nohup": _simple("nohup"),
     "timeout": _timeout,

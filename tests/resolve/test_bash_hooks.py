@@ -19,6 +19,13 @@ CASES = [
     "true; $_ push",                                        # ...which runs `true push`: no git
     'TMPDIR="$TREE/t"; mkdir -p "$TMPDIR"; cd "$(mktemp -d)" && git init -q',  # not exported: mktemp ignores it
     'export TMPDIR="$TREE/t"; mkdir -p "$TMPDIR"; cd "$(mktemp -d)" && git init -q',
+    # make: a makefile fed on stdin, one written earlier in the command, $(shell …), make -C
+    "printf 'all:\\n\\tgit status\\n' | make -s -f -",
+    "make -s -f - <<'EOF'\nX := $(shell git rev-parse HEAD)\nall: ; @echo $(X)\nEOF",
+    "cat > Makefile <<'EOF'\nrelease:\n\tgit tag v1.0\nEOF\nmake -s release",
+    "mkdir -p ../elsewhere && printf 'all:\\n\\tgit status\\n' > ../m.mk && make -s -C ../elsewhere -f ../m.mk",
+    # tee writes the script that runs next
+    "tee s.sh <<< 'git log -3' >/dev/null; sh s.sh",
 ]
 
 
