@@ -125,7 +125,7 @@ def test_refused_command_is_denied_in_the_hosts_protocol(host: str, tmp_path: Pa
     reason = denial(host, out)
     # guard's own message, naming what the agent wrote and the tool with its arguments
     assert reason.startswith("Refused: git push (via variable G).")
-    assert 'git_push(prefix="app", branch="<feature-branch>")' in reason
+    assert 'git_push(prefix="app", branch="feature")' in reason  # the branch the command names
     if host == "codex":
         schema = codex_schema("output")
         assert schema_errors(out, schema, schema) == []
@@ -140,7 +140,7 @@ def test_claude_denial_carries_the_structured_answer(tmp_path: Path) -> None:
     proc, _ = run_hook("claude", payload("claude", "refused"), tmp_path)
     context = json.loads(json.loads(proc.stdout)["hookSpecificOutput"]["additionalContext"])["guard"]
     assert context["tool"] == "git_push"
-    assert context["arguments"] == {"prefix": "app", "branch": "<feature-branch>"}
+    assert context["arguments"] == {"prefix": "app", "branch": "feature"}
     assert context["matched"] == {"program": "git", "argv": ["git", "push", "origin", "feature"],
                                   "via": ["variable G"]}
     assert (context["category"], context["rule"]) == ("publish", "git-push")
@@ -148,7 +148,7 @@ def test_claude_denial_carries_the_structured_answer(tmp_path: Path) -> None:
 
 def test_opencode_denial_carries_the_structured_answer(tmp_path: Path) -> None:
     proc, _ = run_hook("opencode", payload("opencode", "refused"), tmp_path)
-    assert json.loads(proc.stdout)["guard"]["arguments"] == {"prefix": "app", "branch": "<feature-branch>"}
+    assert json.loads(proc.stdout)["guard"]["arguments"] == {"prefix": "app", "branch": "feature"}
 
 
 def test_session_id_fills_the_thread_only_when_guard_thread_is_unset(tmp_path: Path) -> None:
