@@ -233,11 +233,13 @@ def record_refusal(command: str, decision: Decision, cwd: str | None, environ: d
             tool=getattr(v, "tool", None),
             via=via,
         )
-        client = client or env.get("GUARD_CLIENT") or None  # the agent host (claude-code, codex, …)
-        if client or env.get("GUARD_SESSION"):
-            from guard.shell.hostwrap import identify
+        from guard.shell import hostwrap
 
-            record = identify(record, client, env.get("GUARD_SESSION") or None)
+        # the agent host (claude-code, codex, …): its wrapper, GUARD_CLIENT, else its variables
+        client = client or env.get("GUARD_CLIENT") or hostwrap.client(env)
+        session = env.get("GUARD_SESSION") or hostwrap.session(env)
+        if client or session:
+            record = hostwrap.identify(record, client, session)
         log.append_record(record, env)
     except Exception as exc:  # noqa: BLE001 - the log must never stop the shell
         say(f"guard: warning: could not write the audit log: {reason(exc)}")

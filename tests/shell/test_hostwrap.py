@@ -51,3 +51,39 @@ def test_other_shapes_are_not_unwrapped(text: str) -> None:
 def test_client_from_the_environment() -> None:
     assert hostwrap.client({"CLAUDECODE": "1"}) == "claude-code"
     assert hostwrap.client({}) is None
+
+
+# The wrappers the published clients sent, taken from their processes' command lines (Claude Code
+# 2.1.197 and Gemini CLI 0.61.0 driven by tests/clients): each names what the agent wrote.
+REAL = [
+    ("source /h/.claude/shell-snapshots/snapshot-bash-1796533686198-hw4w0n.sh 2>/dev/null || true && "
+     "shopt -u extglob 2>/dev/null || true && eval 'git push origin feature' < /dev/null && "
+     "pwd -P >| /tmp/claude-c17f-cwd",
+     ("claude-code", "/h/.claude/shell-snapshots/snapshot-bash-1796533686198-hw4w0n.sh", "git push origin feature")),
+    ("shopt -u extglob 2>/dev/null || true && eval ls < /dev/null && pwd -P >| /tmp/claude-0a1b-cwd",
+     ("claude-code", None, "ls")),
+    ("source /s.sh 2>/dev/null || true && shopt -u extglob 2>/dev/null || true && eval 'echo '\"'\"'a'\"'\"' | wc' "
+     "< /dev/null && pwd -P >| /tmp/claude-1-cwd", ("claude-code", "/s.sh", "echo 'a' | wc")),
+    ("source /s.sh 2>/dev/null || true && shopt -u extglob 2>/dev/null || true && eval 'cat <<EOF\nx\nEOF' "
+     "&& pwd -P >| /tmp/claude-1-cwd", ("claude-code", "/s.sh", "cat <<EOF\nx\nEOF")),
+    ("shopt -u promptvars nullglob extglob nocaseglob dotglob; _bgpids_file=/tmp/gemini-shell-Y9HB56/bgpids.tmp\n"
+     "(\n  trap 'jobs -p > \"$_bgpids_file\"' EXIT\nG=git; $G push origin x\n)\n__code=$?\nexit $__code",
+     ("gemini-cli", None, "G=git; $G push origin x")),
+]
+
+
+@pytest.mark.parametrize(("text", "want"), REAL)
+def test_the_published_clients_wrappers(text: str, want: tuple[str, str | None, str]) -> None:
+    w = hostwrap.unwrap(text)
+    assert w is not None and (w.client, w.snapshot, w.inner) == want
+
+
+def test_client_and_session_from_each_hosts_variables() -> None:
+    cases = [({"CLAUDECODE": "1", "CLAUDE_CODE_SESSION_ID": "s1"}, ("claude-code", "s1")),
+             ({"CODEX_THREAD_ID": "t1"}, ("codex", "t1")),
+             ({"GEMINI_CLI": "1"}, ("gemini-cli", None)),
+             ({"COPILOT_CLI": "1", "COPILOT_AGENT_SESSION_ID": "c1"}, ("copilot-cli", "c1")),
+             ({"OPENCODE": "1"}, ("opencode", None)),
+             ({"GEMINI_CLI": "0"}, (None, None))]
+    for env, want in cases:
+        assert (hostwrap.client(env), hostwrap.session(env)) == want
