@@ -452,7 +452,7 @@ def http_facts(inv: Invocation, meaning: str, world: World) -> dict:
 # ----------------------------------------------------------------------------- tokens
 
 TOKENISH = re.compile(r"token|\btok|secret|github|\bgh|pat\b|_pat|key|auth|cred|passw", re.I)
-SEARCHERS = frozenset({"grep", "egrep", "fgrep", "rg", "ag", "ack", "awk", "gawk", "sed", "findstr", "sort", "jq"})
+SEARCHERS = frozenset({"grep", "egrep", "fgrep", "rg", "ugrep", "ug", "ag", "ack", "awk", "gawk", "sed", "findstr", "sort", "jq"})
 ENV_DUMPERS = frozenset({"env", "printenv", "set", "export", "declare", "typeset", "compgen"})
 MENTION_ONLY = frozenset({"echo", "printf", "unset", ":", "true", "rm"})
 
@@ -488,7 +488,7 @@ def token_facts(inv: Invocation, world: World) -> dict:
                 paths.join(inv.cwd, a, world.home).rstrip("/") in (world.home.rstrip("/"), world.home.rstrip("/") + "/.config")
                 for a in args if not a.startswith("-")):
             facts["token_grep"] = True  # gh keeps its token as oauth_token in ~/.config/gh/hosts.yml
-    if prog == "find":
+    if prog in ("find", "bfs"):  # bfs: find's options (Claude Code runs its own binary as bfs)
         from fnmatch import fnmatchcase
 
         for k, a in enumerate(args[:-1]):
@@ -563,7 +563,7 @@ _FILE_PROGRAMS = WRITERS | COPIERS | {"pip", "pip3", "uv"}  # those file_facts l
 
 # The programs token_facts and file_facts test by name (beyond MENTION_ONLY): facts_for takes
 # its short way only for the others.
-_OWN_FACTS = frozenset({"<env-read>", "printenv", "find", "git", *ENV_DUMPERS, *SEARCHERS, *_FILE_PROGRAMS})
+_OWN_FACTS = frozenset({"<env-read>", "printenv", "find", "bfs", "git", *ENV_DUMPERS, *SEARCHERS, *_FILE_PROGRAMS})
 
 
 def file_facts(inv: Invocation, world: World) -> dict:

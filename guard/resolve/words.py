@@ -278,7 +278,12 @@ class Expander:
                     self.fields(p.arg, split=False)
                 return _UNKNOWN_VAL
             use_alt = is_set and not (op == ":+" and empty)
-            return _Val(self.one(p.arg) if (use_alt and p.arg) else "")
+            if not (use_alt and p.arg):
+                return _Val("")
+            alt = self.fields(p.arg, split=False, glob=False)
+            if len(alt) > 1:  # ${1+"$@"}: the fields of "$@", each its own
+                return _Val(items=alt)
+            return _Val(alt[0] if alt else "")
         return base  # ${x:?msg}
 
     def transform(self, p: Param, value: str) -> str:

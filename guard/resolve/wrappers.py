@@ -158,6 +158,11 @@ def _command(argv: tuple[str, ...]) -> Inner | None:
     return Inner("command", argv[i:]) if i < len(argv) else None
 
 
+# Names a multi-call binary answers to when started with that argv[0]: Claude Code's shell snapshot
+# shadows grep and find with functions running its own executable as ugrep and bfs.
+ARGV0_PERSONAS = frozenset({"ugrep", "ug", "bfs", "grep", "egrep", "fgrep", "find", "rg"})
+
+
 def _exec(argv: tuple[str, ...]) -> Inner | None:
     i = _skip_opts(argv, 1, {"-a"})
     if i >= len(argv):
@@ -165,6 +170,8 @@ def _exec(argv: tuple[str, ...]) -> Inner | None:
     name = next((argv[k + 1] for k in range(1, i - 1) if argv[k] == "-a"), None)
     if name and basename(argv[i]) == "git" and basename(name).startswith("git-"):
         return Inner("exec -a", (name, *argv[i + 1:]))  # git dispatches on a dashed argv[0]
+    if name and basename(name) in ARGV0_PERSONAS:
+        return Inner("exec -a", (name, *argv[i + 1:]))  # a multi-call binary, run as that program
     return Inner("exec", argv[i:])
 
 
