@@ -122,6 +122,15 @@ def record(host: Host, call: Call, decision: Any, cwd: str, env: Mapping[str, st
 
 def answer(host: Host, payload: Any, env: Mapping[str, str]) -> Answer:
     """The answer to one payload. Raises ``Malformed`` for input the protocol does not describe."""
+    from guard.hooks import after
+
+    if after.is_after(payload):  # a post-tool call: explain the output, never refuse
+        out = after.read(host, payload)
+        if out is None:
+            return host.allow
+        cwd = out.cwd if out.cwd and os.path.isabs(out.cwd) else _cwd()
+        text = after.explanation(out, cwd, env, host.name)
+        return Answer(after.answer_text(host, text, out.event)) if text else host.allow
     call = host.read(payload)
     if call is None:  # not the shell tool: no opinion
         return host.allow

@@ -185,7 +185,9 @@ def _codex_deny(r: Refusal) -> Answer:
         "hookSpecificOutput": {
             "hookEventName": "PreToolUse",
             "permissionDecision": "deny",
-            "permissionDecisionReason": r.message.strip() or "refused by guard",
+            # Codex adds ". Command: CMD" to the reason: without a final period of its own it reads
+            # "… gh_pr_create. Command: git push origin feature"
+            "permissionDecisionReason": r.message.strip().rstrip(".") or "refused by guard",
         }
     }
     return Answer(_dumps(out))

@@ -68,6 +68,12 @@ class Run:
     def result(self) -> str | None:
         return self.script.result
 
+    @property
+    def seen(self) -> str:
+        """Everything the model was sent with the tool result (a host may put a hook's context
+        beside the result rather than in it)."""
+        return json.dumps(self.script.followup, ensure_ascii=False) if self.script.followup else ""
+
     def git_commands(self) -> list[list[str]]:
         """Every git started during the run, by its argv (from GIT_TRACE2 events)."""
         return [list(t.get("argv") or []) for t in self.traces if t.get("event") == "start"]
@@ -255,6 +261,8 @@ def run_client(client: Client, placement: str, command: str, *, shared_cache: Pa
     script = Script(command)
     with ModelServer(script) as server:
         env = base_env(home, tree, traces, shared_cache)
+        # the client on PATH, as a user has it (guard install codex asks codex to trust its hooks)
+        env["PATH"] = f"{CLIENTS_DIR / client.name / 'node_modules' / '.bin'}:{env['PATH']}"
         client.prepare(server.url, home)
         env.update(client.env(server.url, home))
         if placement == "shell" and client.shell:
@@ -282,9 +290,12 @@ def run_client(client: Client, placement: str, command: str, *, shared_cache: Pa
     return run
 
 
-def normalised(client: Client, text: str | None) -> str | None:
+def normalised(client: Client, run: Run) -> str | None:
+    """The tool result without what differs from run to run: the client's ids, the run's folders."""
+    text = run.result
     if text is None:
         return None
+    text = text.replace(str(run.tree), "<tree>").replace(str(run.home), "<home>")
     for pattern, repl in client.normalise:
         text = re.sub(pattern, repl, text)
     return text

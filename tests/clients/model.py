@@ -105,6 +105,7 @@ class Script:
         self.call_arguments: dict[str, Any] | None = None
         self.result: str | None = None  # the tool result the client sent back
         self.result_raw: Any = None
+        self.followup: dict[str, Any] | None = None  # the whole request that brought the result
         self.requests: list[tuple[str, dict[str, Any]]] = []
         self.done = threading.Event()
         self.lock = threading.Lock()
@@ -175,6 +176,7 @@ class _Handler(BaseHTTPRequestHandler):
         path = self.path.split("?", 1)[0]
         script = self.server.script
         script.requests.append((path, body))
+        had = script.result is not None
         if path.endswith("/messages/count_tokens"):
             self._send(200, b'{"input_tokens": 10}')
         elif path.endswith("/messages"):
@@ -189,6 +191,8 @@ class _Handler(BaseHTTPRequestHandler):
             self._send(200, b'{"totalTokens": 10}')
         else:
             self._send(404, b'{"error": {"message": "not found"}}')
+        if not had and script.result is not None:
+            script.followup = body
 
     # ------------------------------------------------------------------ Anthropic
 

@@ -26,8 +26,9 @@ import pytest
 from tests.clients import harness
 from tests.clients.harness import CLIENTS, Client, Run, normalised, run_client
 
-TEMP_GIT = ('cd "$(mktemp -d)" && git init -q && git commit -q --allow-empty -m first '
-            '&& git log --format=%s && git rev-list --count HEAD')
+# temp space as $TMPDIR (outside the tree); no $(…), which Gemini CLI refuses to run at all
+TEMP = 'mkdir -p "$TMPDIR/work" && cd "$TMPDIR/work" && '
+TEMP_GIT = TEMP + 'git init -q && git commit -q --allow-empty -m first && git log --format=%s && git rev-list --count HEAD'
 
 # name -> (command, refused tool or None)
 CASES: dict[str, tuple[str, str | None]] = {
@@ -36,7 +37,7 @@ CASES: dict[str, tuple[str, str | None]] = {
     "token": ("grep -rn ghp_ ~ 2>/dev/null | head -3", None),
     "ordinary": ("ls && wc -l < README.md", ""),
     "temp-git": (TEMP_GIT, ""),
-    "credential": ('cd "$(mktemp -d)" && git clone -q {private}', ""),
+    "credential": (TEMP + "git clone -q {private}", ""),
 }
 REFUSED = ("publish", "mutate", "token")
 
@@ -115,12 +116,15 @@ def test_client(name: str, placement: str, case: str, git_server: object, shared
     assert base.result is not None, f"without guard: {base.explain()}"
     if case == "credential":
         assert "terminal prompts disabled" in run.result, run.explain()
-        assert "[guard] git could not authenticate" in run.result, run.explain()
+        # the explanation reaches the model: in the result (shell placement, OpenCode, Copilot) or
+        # beside it, where the host puts a post-tool hook's context
+        assert "[guard] git could not authenticate" in run.seen, run.explain() + "\n" + run.seen[-3000:]
+        assert "git_clone(" in run.seen
         assert "[guard]" not in base.result
         return
     if case == "temp-git":  # git really ran: the trace that proves refusals did not is live
         assert any(argv[1:2] == ["init"] for argv in run.git_commands()), run.explain()
-    assert normalised(client, run.result) == normalised(client, base.result), run.explain()
+    assert normalised(client, run) == normalised(client, base), run.explain()
 
 
 @pytest.fixture(scope="session")
