@@ -182,7 +182,9 @@ CLIENTS: dict[str, Client] = {
         "opencode", "opencode", "opencode",
         argv=lambda home: [str(_launcher("opencode")), "run", PROMPT],
         env=lambda url, home: {"OPENCODE_CONFIG_CONTENT": _opencode_config(url), "OPENCODE_DISABLE_AUTOUPDATE": "1",
-                               "OPENCODE_DISABLE_MODELS_FETCH": "1"},
+                               "OPENCODE_DISABLE_MODELS_FETCH": "1", "OPENCODE_DISABLE_DEFAULT_PLUGINS": "1",
+                               "OPENCODE_DISABLE_LSP_DOWNLOAD": "1", "OPENCODE_DISABLE_CLAUDE_CODE": "1",
+                               "OPENCODE_EXPERIMENTAL_DISABLE_FILEWATCHER": "1"},
         shell=lambda home: {"SHELL": str(BIN / "guard-shell")},
         session_in_shell=False,
     ),
@@ -267,13 +269,21 @@ def run_client(client: Client, placement: str, command: str, *, shared_cache: Pa
         env.update(client.env(server.url, home))
         if placement == "shell" and client.shell:
             env.update(client.shell(home))
-        elif placement == "hook":
-            install = subprocess.run([str(BIN / "guard"), "install", client.host], env=env, cwd=tree,
+        elif placement in ("hook", "hook-closed"):
+            closed = ["--fail-closed"] if placement == "hook-closed" else []
+            if placement == "hook-closed" and client.name == "opencode":
+                env["GUARD_FAIL"] = "closed"  # the plugin reads it where it runs
+            # guard as the hosts will run it: through a link in HOME, which a test may break later
+            link = home / "bin" / "guard"
+            link.parent.mkdir(exist_ok=True)
+            link.symlink_to(BIN / "guard")
+            install = subprocess.run([str(link), "install", client.host, *closed], env=env, cwd=tree,
                                      capture_output=True, text=True, timeout=60)
             if install.returncode != 0:
                 raise RuntimeError(f"guard install {client.host} failed: {install.stdout}{install.stderr}")
         if setup is not None:
             setup(env, home, tree)
+        seeded = _seed_plugin_deps(client, home, shared_cache)
         cwd = tree / cwd_in_tree
         start = time.monotonic()
         try:
@@ -283,11 +293,51 @@ def run_client(client: Client, placement: str, command: str, *, shared_cache: Pa
         except subprocess.TimeoutExpired as e:
             rc, out, err = -1, str(e.stdout or ""), f"timed out after {RUN_TIMEOUT} s\n{e.stderr or ''}"
         seconds = time.monotonic() - start
+    if not seeded:
+        _keep_plugin_deps(client, home, shared_cache)
     run = Run(client.name, placement, command, rc, out, err, script, home, tree,
               _read_jsonl(home / "audit.jsonl"), _traces(traces), seconds)
     if os.environ.get("GUARD_CLIENTS_KEEP") != "1":
         shutil.rmtree(root, ignore_errors=True)
     return run
+
+
+# OpenCode installs @opencode-ai/plugin from the npm registry into its config folder whenever that
+# folder holds a plugin (guard's): a dozen seconds a run. The first run's install is kept and the
+# later runs start with it.
+_PLUGIN_DEPS = ("node_modules", "package.json", "package-lock.json", ".gitignore")
+
+
+def _seed_plugin_deps(client: Client, home: Path, cache: Path) -> bool:
+    kept = cache / "opencode-config-deps"
+    target = home / ".config" / "opencode"
+    if client.name != "opencode" or not (target / "plugin").is_dir() or not (kept / "node_modules").is_dir():
+        return False
+    for name in _PLUGIN_DEPS:
+        src = kept / name
+        if src.is_dir():
+            shutil.copytree(src, target / name, symlinks=True, dirs_exist_ok=True)
+        elif src.exists():
+            shutil.copy2(src, target / name)
+    return True
+
+
+def _keep_plugin_deps(client: Client, home: Path, cache: Path) -> None:
+    src = home / ".config" / "opencode"
+    kept = cache / "opencode-config-deps"
+    if client.name != "opencode" or not (src / "node_modules").is_dir() or kept.exists():
+        return
+    tmp = cache / f".opencode-config-deps.{os.getpid()}.{id(home)}"
+    try:
+        tmp.mkdir(parents=True)
+        for name in _PLUGIN_DEPS:
+            if (src / name).is_dir():
+                shutil.copytree(src / name, tmp / name, symlinks=True)
+            elif (src / name).exists():
+                shutil.copy2(src / name, tmp / name)
+        tmp.rename(kept)
+    except OSError:
+        shutil.rmtree(tmp, ignore_errors=True)
 
 
 def normalised(client: Client, run: Run) -> str | None:

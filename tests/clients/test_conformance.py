@@ -19,6 +19,7 @@ A client that is not installed skips with the reason; an installed one never ski
 from __future__ import annotations
 
 import os
+from concurrent.futures import Future
 from pathlib import Path
 
 import pytest
@@ -72,15 +73,42 @@ def _command(case: str, git_server: object) -> str:
     return command
 
 
-_BASELINES: dict[tuple[str, str], Run] = {}
+class Runs:
+    """Every selected conversation, started on a pool of GUARD_CLIENTS_JOBS at once."""
+
+    def __init__(self, git_server: object, shared_cache: Path) -> None:
+        from concurrent.futures import ThreadPoolExecutor
+
+        from tests.clients.conftest import SELECTED, jobs
+
+        self.pool = ThreadPoolExecutor(max_workers=jobs())
+        self.futures: dict[tuple[str, str, str], Future[Run]] = {}
+        self.shared_cache = shared_cache
+        # the clients unpack and cache themselves on their first start: one of each first, alone
+        for name in dict.fromkeys(n for n, _, _ in SELECTED):
+            if harness.installed(name)[0] is not None:
+                self.get(name, "none", "ordinary", _command("ordinary", git_server)).result()
+        for name, placement, case in SELECTED:
+            if harness.installed(name)[0] is None:
+                continue
+            command = _command(case, git_server)
+            self.get(name, placement, case, command)
+            if case not in REFUSED:
+                self.get(name, "none", case, command)
+
+    def get(self, name: str, placement: str, case: str, command: str) -> Future[Run]:
+        key = (name, placement, case)
+        if key not in self.futures:
+            self.futures[key] = self.pool.submit(run_client, CLIENTS[name], placement, command,
+                                                 shared_cache=self.shared_cache)
+        return self.futures[key]
 
 
-def baseline(client: Client, case: str, command: str, shared_cache: Path) -> Run:
-    """The same conversation without guard."""
-    key = (client.name, case)
-    if key not in _BASELINES:
-        _BASELINES[key] = run_client(client, "none", command, shared_cache=shared_cache)
-    return _BASELINES[key]
+@pytest.fixture(scope="session")
+def runs(git_server: object, shared_cache: Path):
+    r = Runs(git_server, shared_cache)
+    yield r
+    r.pool.shutdown(wait=True, cancel_futures=True)
 
 
 def _audit_refusals(run: Run) -> list[dict[str, object]]:
@@ -88,10 +116,10 @@ def _audit_refusals(run: Run) -> list[dict[str, object]]:
 
 
 @pytest.mark.parametrize(("name", "placement", "case"), _params())
-def test_client(name: str, placement: str, case: str, git_server: object, shared_cache: Path) -> None:
+def test_client(name: str, placement: str, case: str, git_server: object, runs: Runs) -> None:
     client = _client(name)
     command = _command(case, git_server)
-    run = run_client(client, placement, command, shared_cache=shared_cache)
+    run = runs.get(name, placement, case, command).result()
     assert run.script.called, f"the client never called its shell tool\n{run.explain()}"
     assert run.result is not None, f"the tool result never reached the model\n{run.explain()}"
     tool = CASES[case][1]
@@ -112,7 +140,7 @@ def test_client(name: str, placement: str, case: str, git_server: object, shared
             assert rec["session"], run.explain()
         return
     assert not _audit_refusals(run), run.explain()
-    base = baseline(client, case, command, shared_cache)
+    base = runs.get(name, "none", case, command).result()
     assert base.result is not None, f"without guard: {base.explain()}"
     if case == "credential":
         assert "terminal prompts disabled" in run.result, run.explain()
