@@ -29,7 +29,7 @@ def main(argv: list[str] | None = None) -> None:
     args = list(sys.argv[1:] if argv is None else argv)
     if not args or args[0] in ("-h", "--help"):
         print(
-            "usage: guard check|explain|demo|annotate|audit|rules|server|hook|install|uninstall …\n"
+            "usage: guard check|explain|demo|annotate|audit|rules|server|hook|install|uninstall|doctor …\n"
             "  check [--cwd DIR] [--tree DIR]… [--env K=V]… [--rules PATH]… [--json|--jsonl] -- COMMAND\n"
             "  explain [--json] -- COMMAND  the analysis and each invocation's facts, for a person\n"
             "  demo                   walk agent commands through the guard in a temporary tree\n"
@@ -39,7 +39,8 @@ def main(argv: list[str] | None = None) -> None:
             "  rules diff --old … --new … --commands …  what a rules change would refuse\n"
             "  server status|stop     the resident analysis server guard-shell uses\n"
             "  hook HOST              answer an agent host's pre-tool hook (JSON on stdin)\n"
-            "  install|uninstall HOST [--scope user|project] [--print]  the host's hook entry"
+            "  install|uninstall HOST [--scope user|project] [--fail-closed] [--print]  the host's hooks\n"
+            "  doctor                 is guard really in front of each agent client on PATH"
         )
         raise SystemExit(0 if args else EXIT_USAGE)
     sub, rest = args[0], args[1:]
@@ -74,6 +75,10 @@ def main(argv: list[str] | None = None) -> None:
             from guard.hooks.hook import main as hook
 
             code = hook(rest)
+        elif sub == "doctor":
+            from guard.hooks.doctor import main as doctor
+
+            code = doctor(rest)
         elif sub in ("install", "uninstall"):
             from guard.hooks.install import main as install
 

@@ -368,7 +368,6 @@ def codex_trust(hooks_file: str, cwd: str, env: dict[str, str], timeout: float =
     """Record Codex's trust in guard's hooks the way Codex records it: its own app server lists
     the hooks with the hash it will check (``hooks/list``), and the trust goes into its config as
     ``hooks.state."KEY".trusted_hash`` (``config/value/write``). (trusted, what happened)."""
-    import subprocess
 
     codex = _codex_program(env)
     if codex is None:
@@ -378,43 +377,7 @@ def codex_trust(hooks_file: str, cwd: str, env: dict[str, str], timeout: float =
         return json.dumps({"jsonrpc": "2.0", "id": rid, "method": method, "params": params})
 
     def talk(lines: list[str]) -> dict[int, Any]:
-        proc = subprocess.Popen([codex, "app-server"], stdin=subprocess.PIPE, stdout=subprocess.PIPE,
-                                stderr=subprocess.DEVNULL, cwd=cwd, env=env, text=True)
-        assert proc.stdin is not None and proc.stdout is not None
-        got: dict[int, Any] = {}
-        want = {json.loads(line)["id"] for line in lines if '"id"' in line}
-        try:
-            init = request(0, "initialize", {"clientInfo": {"name": "guard", "version": "install"}})
-            proc.stdin.write(init + "\n" + json.dumps({"jsonrpc": "2.0", "method": "initialized"}) + "\n")
-            proc.stdin.flush()
-            pending = list(lines)
-            import select
-            import time
-
-            deadline = time.monotonic() + timeout
-            while time.monotonic() < deadline and not want <= set(got):
-                ready, _, _ = select.select([proc.stdout], [], [], max(0.0, deadline - time.monotonic()))
-                if not ready:
-                    break
-                line = proc.stdout.readline()
-                if not line:
-                    break
-                try:
-                    msg = json.loads(line)
-                except ValueError:
-                    continue
-                if msg.get("id") == 0 and pending:  # initialised: one request at a time, in order
-                    proc.stdin.write(pending.pop(0) + "\n")
-                    proc.stdin.flush()
-                elif isinstance(msg.get("id"), int) and msg["id"] in want:
-                    got[msg["id"]] = msg.get("result", msg.get("error"))
-                    if pending:
-                        proc.stdin.write(pending.pop(0) + "\n")
-                        proc.stdin.flush()
-        finally:
-            proc.kill()
-            proc.wait()
-        return got
+        return codex_app_server(codex, lines, cwd, env, timeout)
 
     def ours(listing: Any) -> list[dict[str, Any]]:
         found = []
@@ -440,6 +403,56 @@ def codex_trust(hooks_file: str, cwd: str, env: dict[str, str], timeout: float =
         return True, f"trusted in Codex's config ({len(listed)} hooks, hooks.state.<key>.trusted_hash, via {codex} app-server)"
     except (OSError, KeyError, TypeError, ValueError) as e:
         return False, f"Codex ({codex}) could not record the trust: {type(e).__name__}: {e}"
+
+
+def codex_app_server(codex: str, lines: list[str], cwd: str, env: dict[str, str], timeout: float = 60.0) -> dict[int, Any]:
+    """Send JSON-RPC requests to ``codex app-server`` one at a time, after its initialisation;
+    the results by request id."""
+    import select
+    import subprocess
+    import time
+
+    proc = subprocess.Popen([codex, "app-server"], stdin=subprocess.PIPE, stdout=subprocess.PIPE,
+                            stderr=subprocess.DEVNULL, cwd=cwd, env=env, text=True)
+    assert proc.stdin is not None and proc.stdout is not None
+    got: dict[int, Any] = {}
+    want = {json.loads(line)["id"] for line in lines}
+    pending = list(lines)
+    try:
+        init = {"jsonrpc": "2.0", "id": 0, "method": "initialize",
+                "params": {"clientInfo": {"name": "guard", "version": "install"}}}
+        proc.stdin.write(json.dumps(init) + "\n" + json.dumps({"jsonrpc": "2.0", "method": "initialized"}) + "\n")
+        proc.stdin.flush()
+        deadline = time.monotonic() + timeout
+        while time.monotonic() < deadline and not want <= set(got):
+            ready, _, _ = select.select([proc.stdout], [], [], max(0.0, deadline - time.monotonic()))
+            if not ready:
+                break
+            line = proc.stdout.readline()
+            if not line:
+                break
+            try:
+                msg = json.loads(line)
+            except ValueError:
+                continue
+            rid = msg.get("id")
+            if not isinstance(rid, int) or "method" in msg:
+                continue
+            if rid in want:
+                got[rid] = msg.get("result", msg.get("error"))
+            if (rid == 0 or rid in want) and pending:
+                proc.stdin.write(pending.pop(0) + "\n")
+                proc.stdin.flush()
+    finally:
+        proc.kill()
+        proc.wait()
+    return got
+
+
+def codex_hooks_list(codex: str, cwd: str, env: dict[str, str]) -> dict[str, Any] | None:
+    got = codex_app_server(codex, [json.dumps({"jsonrpc": "2.0", "id": 1, "method": "hooks/list",
+                                                "params": {"cwds": [cwd]}})], cwd, env, 30.0).get(1)
+    return got if isinstance(got, dict) else None
 
 
 # --------------------------------------------------------------------------- commands

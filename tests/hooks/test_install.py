@@ -37,6 +37,11 @@ USER_FILES = {
 def run(args: list[str], home: Path, cwd: Path) -> subprocess.CompletedProcess:
     env = {k: v for k, v in os.environ.items() if not k.startswith("GUARD_")}
     env["HOME"] = str(home)
+    env.pop("CODEX_HOME", None)
+    env.pop("COPILOT_HOME", None)
+    env["GUARD_TREE"] = str(home.parent / "tree")  # not where install writes
+    if args[:2] == ["install", "codex"]:  # Codex's trust is recorded by Codex: proven in tests/clients
+        args = [*args, "--untrusted"]
     return subprocess.run([guard_bin(), *args], capture_output=True, text=True, env=env, cwd=cwd, timeout=60)
 
 
@@ -57,6 +62,9 @@ def guard_items(settings: dict, event: str) -> list[dict]:
 
 
 EVENTS = {"claude": "PreToolUse", "codex": "PreToolUse", "gemini": "BeforeTool", "cursor": "beforeShellExecution"}
+# the events guard adds to, per host: before the tool, and after it
+ALL_EVENTS = {"claude": ("PreToolUse", "PostToolUse", "PostToolUseFailure"), "codex": ("PreToolUse", "PostToolUse"),
+              "gemini": ("BeforeTool", "AfterTool"), "cursor": ("beforeShellExecution",)}
 
 
 @pytest.mark.parametrize("host", sorted(USER_FILES))
@@ -76,8 +84,10 @@ def test_install_twice_keeps_the_users_settings_and_uninstall_restores_them(host
     items = without["hooks"][EVENTS[host]]
     assert items[:-1] == original["hooks"][EVENTS[host]]
     assert {k: v for k, v in without.items() if k != "hooks"} == {k: v for k, v in original.items() if k != "hooks"}
-    assert {k: v for k, v in without["hooks"].items() if k != EVENTS[host]} == {
-        k: v for k, v in original["hooks"].items() if k != EVENTS[host]}
+    assert {k: v for k, v in without["hooks"].items() if k not in ALL_EVENTS[host]} == {
+        k: v for k, v in original["hooks"].items() if k not in ALL_EVENTS[host]}
+    for event in ALL_EVENTS[host][1:]:  # the post-tool hooks: guard's only
+        assert len(guard_items(once, event)) == 1
     ours = guard_items(once, EVENTS[host])
     assert len(ours) == 1
     assert ours[0]["command"] == f"{guard_bin()} hook {host}"
@@ -91,7 +101,7 @@ def test_units_and_fail_closed_per_host(home: Path) -> None:
     for host in EVENTS:
         assert run(["install", host], home, proj).returncode == 0
     claude = guard_items(json.loads((home / ".claude/settings.json").read_text()), "PreToolUse")[0]
-    assert (claude["timeout"], claude["onFailure"]) == (10, "block")  # seconds
+    assert claude["timeout"] == 10 and "onFailure" not in claude  # seconds; Claude Code has no onFailure
     gemini = guard_items(json.loads((home / ".gemini/settings.json").read_text()), "BeforeTool")[0]
     assert gemini["timeout"] == 10000  # milliseconds
     cursor_file = json.loads((home / ".cursor/hooks.json").read_text())
@@ -101,7 +111,49 @@ def test_units_and_fail_closed_per_host(home: Path) -> None:
     codex = json.loads((home / ".codex/hooks.json").read_text())
     assert codex["hooks"]["PreToolUse"][0]["matcher"] == "Bash"
     out = run(["install", "claude"], home, proj).stdout
-    assert "onFailure: block" in out and "10 s" in out
+    assert "not fail-closed" in out and "10 s" in out and "CLAUDE_CODE_SHELL=" in out
+    codex_out = run(["install", "codex"], home, proj).stdout
+    assert "NOT ACTIVE until trusted" in codex_out
+
+
+def test_fail_closed_wraps_the_pre_tool_command(home: Path, tmp_path: Path) -> None:
+    """--fail-closed: the pre-tool command answers the host's refusal itself when guard is missing,
+    fails or is slow; the post-tool one stays plain (an explanation is never worth a refusal)."""
+    proj = home.parent / "proj"
+    link = tmp_path / "bin" / "guard"
+    link.parent.mkdir()
+    link.symlink_to(guard_bin())
+    env = {k: v for k, v in os.environ.items() if not k.startswith("GUARD_")}
+    env.update(HOME=str(home), GUARD_TREE=str(tmp_path / "tree"))
+    out = subprocess.run([str(link), "install", "claude", "--fail-closed"], capture_output=True, text=True, env=env,
+                         cwd=proj, timeout=60)
+    assert out.returncode == 0, out.stderr
+    assert "fail-closed: the pre-tool command refuses by itself" in out.stdout
+    settings = json.loads((home / ".claude/settings.json").read_text())
+    pre = guard_items(settings, "PreToolUse")
+    assert pre and pre[0]["command"].startswith("sh -c ")
+    assert guard_items(settings, "PostToolUse")[0]["command"] == f"{link} hook claude"
+    payload = json.dumps({"hook_event_name": "PreToolUse", "tool_name": "Bash", "session_id": "s",
+                          "tool_input": {"command": "git push origin feature"}, "cwd": str(proj)})
+    link.unlink()  # guard missing
+    got = subprocess.run(["sh", "-c", pre[0]["command"]], input=payload, capture_output=True, text=True, timeout=30)
+    answer = json.loads(got.stdout)["hookSpecificOutput"]
+    assert answer["permissionDecision"] == "deny" and "guard could not check" in answer["permissionDecisionReason"]
+    # and installing again (or uninstalling) recognises the wrapped entry as guard's
+    link.symlink_to(guard_bin())
+    assert subprocess.run([str(link), "uninstall", "claude"], env=env, cwd=proj, timeout=60).returncode == 0
+    assert "hooks" not in json.loads((home / ".claude/settings.json").read_text())
+
+
+def test_nothing_is_written_inside_the_tree(home: Path, tmp_path: Path) -> None:
+    proj = home.parent / "proj"
+    env = {k: v for k, v in os.environ.items() if not k.startswith("GUARD_")}
+    env.update(HOME=str(home), GUARD_TREE=str(proj))
+    for host in ("claude", "copilot", "opencode", "gemini"):
+        out = subprocess.run([guard_bin(), "install", host, "--scope", "project"], capture_output=True, text=True,
+                             env=env, cwd=proj, timeout=60)
+        assert out.returncode == 1 and "inside the shared tree" in out.stderr, out
+    assert list(proj.iterdir()) == []
 
 
 def test_install_into_a_missing_file_and_uninstall_leaves_no_trace(home: Path) -> None:
@@ -132,17 +184,22 @@ def test_a_file_that_is_not_json_is_left_alone(home: Path) -> None:
 
 
 def test_copilot_file_of_its_own(home: Path) -> None:
+    """User level by default: $COPILOT_HOME/hooks (~/.copilot/hooks), which Copilot CLI loads with
+    no trust step; a repository's .github/hooks only with --scope project, outside the tree."""
     proj = home.parent / "proj"
     out = run(["install", "copilot"], home, proj)
     assert out.returncode == 0, out.stderr
-    data = json.loads((proj / ".github/hooks/guard.json").read_text())
-    assert data == {"version": 1, "hooks": {"preToolUse": [
-        {"type": "command", "bash": f"{guard_bin()} hook copilot", "timeoutSec": 10}]}}
+    data = json.loads((home / ".copilot/hooks/guard.json").read_text())
+    item = {"type": "command", "bash": f"{guard_bin()} hook copilot", "timeoutSec": 10}
+    assert data == {"version": 1, "hooks": {"preToolUse": [item], "postToolUse": [item], "postToolUseFailure": [item]}}
     assert run(["install", "copilot"], home, proj).returncode == 0
-    assert run(["install", "copilot", "--scope", "user"], home, proj).returncode == 1
+    assert not (proj / ".github").exists()
+    assert run(["install", "copilot", "--scope", "project"], home, proj).returncode == 0
     (proj / ".github/hooks/other.json").write_text("{}")
-    assert run(["uninstall", "copilot"], home, proj).returncode == 0
+    assert run(["uninstall", "copilot", "--scope", "project"], home, proj).returncode == 0
     assert sorted(p.name for p in (proj / ".github/hooks").iterdir()) == ["other.json"]
+    assert run(["uninstall", "copilot"], home, proj).returncode == 0
+    assert not (home / ".copilot/hooks/guard.json").exists()
 
 
 def test_a_file_guard_did_not_write_is_not_replaced(home: Path) -> None:
