@@ -91,14 +91,19 @@ def rule_set_needles(env: Mapping[str, str]) -> tuple[tuple[bytes, ...], bool]:
     return tuple(sorted(found)), eager
 
 
-def sink_for_run(argv: Sequence[str], env: Mapping[str, str], **annotator: Any) -> Any:
+def sink_for_run(argv: Sequence[str], env: Mapping[str, str], on_build: Callable[[Any], Any] | None = None,
+                 **annotator: Any) -> Any:
     """The relay's sink for one run: a DeferredSink when the rule set's digest allows it, else
-    the annotator itself. ``annotator`` holds ``Annotator.for_run``'s keywords (cwd, command …)."""
+    the annotator itself. ``annotator`` holds ``Annotator.for_run``'s keywords (cwd, command …);
+    ``on_build`` is given the annotator when it is built."""
 
     def build() -> Any:
         from guard.act.annotate import Annotator
 
-        return Annotator.for_run(argv, env, **annotator)
+        got = Annotator.for_run(argv, env, **annotator)
+        if on_build is not None:
+            on_build(got)
+        return got
 
     try:
         key = rulefiles.digest_key(rulepaths.expand(rulepaths.stderr_paths(env)))

@@ -15,7 +15,7 @@ Nothing recognised: no answer at all, as for an allowed command.
 
 from __future__ import annotations
 
-import json
+from guard.hooks import fastjson as json
 
 TYPE_CHECKING = False
 if TYPE_CHECKING:
@@ -144,23 +144,25 @@ def read(host: Host, payload: Mapping[str, Any]) -> Output | None:
 def explanation(out: Output, cwd: str, env: Mapping[str, str], client: str) -> str:
     """guard's annotations of the output, one ``[guard] …`` line each; empty when none fired.
     Each one is logged with the host and session, as guard-shell logs its own."""
-    from guard.act.annotate import Annotator
-    from guard.audit.log import append_record
-    from guard.shell.hostwrap import identify
-
-    ann = Annotator.for_run(["bash", "-c", out.command], env, cwd=cwd, command=out.command)
+    from guard.act.prefilter import sink_for_run
 
     def audit(records: list[dict[str, Any]]) -> None:
+        from guard.audit.log import append_record
+        from guard.shell.hostwrap import identify
+
         for rec in records:
             try:
                 append_record(identify(rec, client, out.session), env)
             except Exception:  # noqa: BLE001 - the log never changes the answer
                 pass
 
-    ann._audit = audit  # type: ignore[method-assign]
-    data = out.text.encode("utf-8", "replace")
-    ann.feed(data)
-    return ann.finish(out.status).decode("utf-8", "replace").strip()
+    def with_audit(ann: Any) -> None:
+        ann._audit = audit
+
+    # the annotator itself (rules, re, RE2) is built only when the output holds a needle of a rule
+    sink = sink_for_run(["bash", "-c", out.command], env, on_build=with_audit, cwd=cwd, command=out.command)
+    sink.feed(out.text.encode("utf-8", "replace"))
+    return sink.finish(out.status).decode("utf-8", "replace").strip()
 
 
 def answer_text(host: Host, text: str, event: str = "") -> str:

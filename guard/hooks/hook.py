@@ -9,13 +9,11 @@ stderr and the host's non-blocking exit status; nothing here prints a traceback.
 
 from __future__ import annotations
 
-import json
 import os
-import re
 import sys
 
+from guard.hooks import fastjson as json
 from guard.hooks.protocols import HOSTS, Answer, Call, Host, Malformed, Refusal
-from guard.shell.hostwrap import identify
 
 TYPE_CHECKING = False
 if TYPE_CHECKING:  # typing costs milliseconds to import; a hook runs before every command
@@ -24,8 +22,9 @@ if TYPE_CHECKING:  # typing costs milliseconds to import; a hook runs before eve
 
 EXIT_USAGE = 2
 MAX_PAYLOAD = 8 * 1024 * 1024  # bytes of stdin read at most
+STRUCTURED = {"claude-code", "opencode"}  # hosts whose refusal carries guard's answer as data
 
-_ARG = re.compile(r'(\w+)=("(?:[^"\\]|\\.)*"|\[[^\]]*\]|[^,()]+)')
+_ARG_PATTERN = r'(\w+)=("(?:[^"\\]|\\.)*"|\[[^\]]*\]|[^,()]+)'  # compiled on a refusal: re costs ms
 
 
 def usage() -> str:
@@ -50,8 +49,10 @@ def tool_arguments(message: str, tool: str | None) -> dict[str, Any]:
             depth -= 1
             if depth == 0:
                 break
+    import re
+
     out: dict[str, Any] = {}
-    for key, raw in _ARG.findall(message[start + 1 : end]):
+    for key, raw in re.findall(_ARG_PATTERN, message[start + 1 : end]):
         raw = raw.strip()
         if raw.startswith('"'):
             try:
@@ -115,6 +116,8 @@ def record(host: Host, call: Call, decision: Any, cwd: str, env: Mapping[str, st
             tool=getattr(v, "tool", None),
             via=list(getattr(matched, "via", ()) or ()),
         )
+        from guard.shell.hostwrap import identify
+
         log.append_record(identify(rec, host.name, call.session), env)
     except Exception as exc:  # noqa: BLE001 - the log never changes the answer
         print(f"guard: warning: could not write the audit log: {type(exc).__name__}: {exc}", file=sys.stderr)
@@ -135,6 +138,8 @@ def answer(host: Host, payload: Any, env: Mapping[str, str]) -> Answer:
     if call is None:  # not the shell tool: no opinion
         return host.allow
     cwd = call.cwd if call.cwd and os.path.isabs(call.cwd) else _cwd()
+    if _plain(call.command, env):
+        return host.allow  # one program and plain words that no rule can refuse: as guard-shell does
     served = _served(host, call, cwd, env)
     if served is not None and served[0] != b"refuse":
         said = served[1].decode("utf-8", "replace")
@@ -145,6 +150,9 @@ def answer(host: Host, payload: Any, env: Mapping[str, str]) -> Answer:
         if said:  # a fail-open notice: the host shows stderr in its log
             sys.stderr.write(said)
         return host.allow
+    if served is not None and host.name not in STRUCTURED:  # the server's refusal is the whole answer
+        message = served[1].decode("utf-8", "replace").strip() or "guard: command refused"
+        return host.deny(Refusal(message, {}))
     from guard.shell.decide import analysis_text, decide
 
     # in-process: every command when there is no server; a refusal the server found (and
@@ -165,6 +173,16 @@ def answer(host: Host, payload: Any, env: Mapping[str, str]) -> Answer:
     message = decision.message or "guard: command refused"
     record(host, call, decision, cwd, env)
     return host.deny(Refusal(message, structured(decision.verdict, message)))
+
+
+def _plain(command: str, env: Mapping[str, str]) -> bool:
+    """guard-shell's pre-check: one program and literal words that no shipped rule can refuse."""
+    try:
+        from guard.shell.precheck import trivially_allowed
+
+        return bool(trivially_allowed(command, env=env, shadowed=set()))
+    except Exception:  # noqa: BLE001 - no pre-check: the analysis decides
+        return False
 
 
 def _served(host: Host, call: Call, cwd: str, env: Mapping[str, str]) -> tuple[bytes, bytes] | None:

@@ -24,8 +24,7 @@ skip the user's own permission rules. Every host documents exit 0 with that as "
 
 from __future__ import annotations
 
-import json
-
+from guard.hooks import fastjson as json
 from guard.record import dataclass
 
 TYPE_CHECKING = False
