@@ -1,5 +1,5 @@
 """The wheel carries what an installed guard needs: the shipped rules, the rule schemas, and the
-guard and guard-shell launchers (which must not import `re` before guard runs)."""
+guard, guard-shell and guard-bash launchers (which must not import `re` before guard runs)."""
 
 from __future__ import annotations
 
@@ -20,7 +20,9 @@ def test_wheel_contents(tmp_path: Path) -> None:
     for needed in ("guard/rules/config.yaml", "guard/rules/commands/git.yaml", "guard/rules/stderr/git.yaml",
                    "guard/ruleset/schema/command-rules.json", "guard/shell/main.py", "guard/parse/treesitter.py"):
         assert needed in names, needed
-    for script, entry in (("guard-shell", "from guard.shell.main import main"), ("guard", "from guard.cli.main import main")):
+    # guard-bash: guard-shell under a name Claude Code takes as a shell (its path must name bash)
+    for script, entry in (("guard-shell", "from guard.shell.main import main"), ("guard-bash", "from guard.shell.main import main"),
+                          ("guard", "from guard.cli.main import main")):
         launcher = [n for n in names if n.endswith(f"/scripts/{script}")]
         assert launcher, sorted(names)[:20]
         text = zipfile.ZipFile(wheel).read(launcher[0]).decode()
