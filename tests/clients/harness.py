@@ -299,7 +299,22 @@ def run_client(client: Client, placement: str, command: str, *, shared_cache: Pa
               _read_jsonl(home / "audit.jsonl"), _traces(traces), seconds)
     if os.environ.get("GUARD_CLIENTS_KEEP") != "1":
         shutil.rmtree(root, ignore_errors=True)
+    _report(run, installed(client.name)[1])
     return run
+
+
+def _report(run: Run, version: str) -> None:
+    """With GUARD_CLIENTS_REPORT=FILE, one JSON line per run: the matrix a closing note gives."""
+    path = os.environ.get("GUARD_CLIENTS_REPORT")
+    if not path:
+        return
+    refusals = [r for r in run.audit if r.get("kind") == "refusal"]
+    line = {"client": run.client, "version": version, "placement": run.placement, "command": run.command,
+            "seconds": round(run.seconds, 1), "tool": run.script.called, "result": run.result,
+            "explained": "[guard]" in run.seen, "git": [a[1:3] for a in run.git_commands()],
+            "audit": [{k: r.get(k) for k in ("client", "session", "command", "rule")} for r in refusals]}
+    with open(path, "a", encoding="utf-8") as fh:
+        fh.write(json.dumps(line) + "\n")
 
 
 # OpenCode installs @opencode-ai/plugin from the npm registry into its config folder whenever that
