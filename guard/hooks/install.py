@@ -40,6 +40,9 @@ EXIT_OK, EXIT_ERROR, EXIT_USAGE = 0, 1, 2
 TIMEOUT_SECONDS = 10
 FAIL_CLOSED_SECONDS = 8  # the fail-closed wrapper's limit for guard: it answers before the host gives up
 PLUGIN_MARKER = "guard-opencode-plugin"
+# hosts that block the command when a pre-tool hook cannot run or exits non-zero (tested with the
+# real clients: Gemini CLI 0.61, Copilot CLI 1.0); Claude Code 2.1 and Codex 0.171 run it
+HOST_REFUSES_ON_FAILURE = {"gemini", "copilot"}
 WRAPPER_MARK = "guard could not check this command"
 
 
@@ -134,7 +137,7 @@ SPECS: dict[str, Spec] = {
                         "blocks the command)"),
     "copilot": Spec("copilot", "file", ".copilot/hooks/guard.json", ".github/hooks/guard.json",
                     user_env=("COPILOT_HOME", "hooks/guard.json"),
-                    note=f"preToolUse and postToolUse, timeoutSec {TIMEOUT_SECONDS}; Copilot CLI loads "
+                    note=f"preToolUse, postToolUse and postToolUseFailure, timeoutSec {TIMEOUT_SECONDS}; Copilot CLI loads "
                          "$COPILOT_HOME/hooks/*.json with no trust step",
                     shell="no shell placement: Copilot CLI runs /bin/bash by its absolute path"),
     "opencode": Spec("opencode", "file", ".config/opencode/plugin/guard.js", ".opencode/plugin/guard.js",
@@ -556,6 +559,9 @@ def main(verb: str, argv: list[str]) -> int:
                              f"missing, fails, or takes over {FAIL_CLOSED_SECONDS} s ({host} has no such setting)")
             elif spec.host == "opencode":
                 lines.append("guard: opencode: fail-closed only with GUARD_FAIL=closed in the agent's environment")
+            elif host in HOST_REFUSES_ON_FAILURE:
+                lines.append(f"guard: {host}: a guard that is missing or exits non-zero makes {host} refuse the "
+                             "command by itself; --fail-closed also answers for a guard that hangs")
             else:
                 lines.append(f"guard: {host}: not fail-closed: if guard is missing or fails, {host} runs the "
                              "command (install with --fail-closed to refuse instead)")
