@@ -102,6 +102,13 @@ def _match(pieces: tuple[object, ...], text: str, i: int, got: dict[str, str]) -
             got.update(trial)
             return end
         return _match(more, text, i, got)
+    if kind == "repeat":  # the pieces once more then the repeat again, or on to what follows
+        trial = dict(got)
+        end = _match(tuple(piece[1]) + (piece,) + more, text, i, trial)  # type: ignore[arg-type]
+        if end == len(text):
+            got.update(trial)
+            return end
+        return _match(more, text, i, got)
     if kind == "command":  # as it is, up to the text that must end the whole string
         if not more:
             got["command"] = text[i:]
@@ -113,13 +120,21 @@ def _match(pieces: tuple[object, ...], text: str, i: int, got: dict[str, str]) -
         return len(text)
     if kind == "path":
         word = _plain(text, i, more[0] if more and isinstance(more[0], str) else None)
+    elif kind == "name":  # 'NAME' or NAME, right before the next text of the shape
+        stop = more[0] if more and isinstance(more[0], str) else None
+        if text.startswith("'", i):
+            j = text.find("'", i + 1)
+            word = (text[i + 1 : j], j + 1) if j > i else None
+        else:
+            word = _plain(text, i, stop)
     elif kind == "eval-word" and text.startswith('"', i):  # hosts quote it with '…' or not at all
         return -1
     else:  # snapshot, eval-word
         word = _word(text, i)
     if word is None:
         return -1
-    got[kind] = word[0]
+    if kind != "name":
+        got[kind] = word[0]
     return _match(more, text, word[1], got)
 
 

@@ -12,7 +12,9 @@ A shape is a sequence of pieces, matched left to right:
   ``eval``);
 - ``COMMAND``: the agent's command as it is, up to the text after it (which then must end the
   whole string);
-- ``PATH``: one plain word without shell metacharacters (a temporary file the host names).
+- ``PATH``: one plain word without shell metacharacters (a temporary file the host names);
+- ``NAME``: one shell word the host names (not kept);
+- ``REPEAT(…)``: the pieces inside, any number of times (none included).
 
 Kept as Python literals rather than YAML: this is read on guard-shell's hot path, where loading
 a YAML parser costs more than the whole pre-check. Each entry says where its shape was taken
@@ -26,10 +28,15 @@ SNAPSHOT = ("snapshot",)
 EVAL_WORD = ("eval-word",)
 COMMAND = ("command",)
 PATH = ("path",)
+NAME = ("name",)
 
 
 def OPTIONAL(*pieces: object) -> tuple[str, tuple[object, ...]]:  # noqa: N802 - reads as a marker
     return ("optional", pieces)
+
+
+def REPEAT(*pieces: object) -> tuple[str, tuple[object, ...]]:  # noqa: N802 - reads as a marker
+    return ("repeat", pieces)
 
 
 # Claude Code 2.1.x (its buildExecCommand): the parts joined with " && ", spawned as
@@ -41,6 +48,18 @@ _CLAUDE_2_1 = (
     OPTIONAL("shopt -u extglob 2>/dev/null || true && "),
     OPTIONAL("setopt NO_EXTENDED_GLOB NO_BARE_GLOB_QUAL 2>/dev/null || true && "),
     OPTIONAL("{ shopt -u extglob || setopt NO_EXTENDED_GLOB NO_BARE_GLOB_QUAL; } >/dev/null 2>&1 || true && "),
+    "eval ", EVAL_WORD,
+    OPTIONAL(" < /dev/null"),
+    " && pwd -P >| ", PATH,
+)
+
+# Claude Code 2.1.3xx (2.1.332): the shell options with ``\builtin``, then, for each name it keeps
+# from the user's definitions (which, unsetenv), ``{ \builtin unalias -- 'N'; \builtin unset -f
+# -- 'N'; } >/dev/null 2>&1 || true``, all joined with " && " as before.
+_CLAUDE_2_1_3 = (
+    OPTIONAL("source ", SNAPSHOT, " 2>/dev/null || true && "),
+    OPTIONAL("\\builtin shopt -u extglob 2>/dev/null || true && "),
+    REPEAT("{ \\builtin unalias -- ", NAME, "; \\builtin unset -f -- ", NAME, "; } >/dev/null 2>&1 || true && "),
     "eval ", EVAL_WORD,
     OPTIONAL(" < /dev/null"),
     " && pwd -P >| ", PATH,
@@ -68,6 +87,7 @@ _CODEX_SOURCE = ("source ", SNAPSHOT, " && ", COMMAND)
 # (client as the audit log names it, version family, shape, text the snapshot path must contain)
 WRAPPERS: tuple[tuple[str, str, tuple[object, ...], str], ...] = (
     ("claude-code", "2.1", _CLAUDE_2_1, ""),
+    ("claude-code", "2.1.3", _CLAUDE_2_1_3, ""),
     ("claude-code", "2.0", _CLAUDE_2_0, ""),
     ("gemini-cli", "0.x", _GEMINI_0, ""),
     ("gemini-cli", "0.x", _GEMINI_0_BARE, ""),

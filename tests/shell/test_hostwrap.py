@@ -54,7 +54,7 @@ def test_client_from_the_environment() -> None:
 
 
 # The wrappers the published clients sent, taken from their processes' command lines (Claude Code
-# 2.1.197 and Gemini CLI 0.61.0 driven by tests/clients): each names what the agent wrote.
+# 2.1.197 and 2.1.332, Gemini CLI 0.61.0, driven by tests/clients): each names what the agent wrote.
 REAL = [
     ("source /h/.claude/shell-snapshots/snapshot-bash-1796533686198-hw4w0n.sh 2>/dev/null || true && "
      "shopt -u extglob 2>/dev/null || true && eval 'git push origin feature' < /dev/null && "
@@ -66,6 +66,12 @@ REAL = [
      "< /dev/null && pwd -P >| /tmp/claude-1-cwd", ("claude-code", "/s.sh", "echo 'a' | wc")),
     ("source /s.sh 2>/dev/null || true && shopt -u extglob 2>/dev/null || true && eval 'cat <<EOF\nx\nEOF' "
      "&& pwd -P >| /tmp/claude-1-cwd", ("claude-code", "/s.sh", "cat <<EOF\nx\nEOF")),
+    # Claude Code 2.1.332: \builtin, and its own names unaliased and unset before the command
+    ("source /h/.claude/shell-snapshots/snapshot-bash-1796537103615-yr8c0b.sh 2>/dev/null || true && "
+     "\\builtin shopt -u extglob 2>/dev/null || true && { \\builtin unalias -- 'which'; \\builtin unset -f -- "
+     "'which'; } >/dev/null 2>&1 || true && { \\builtin unalias -- 'unsetenv'; \\builtin unset -f -- 'unsetenv'; } "
+     ">/dev/null 2>&1 || true && eval 'G=git; $G commit -qam wip' < /dev/null && pwd -P >| /tmp/h/claude-5498-cwd",
+     ("claude-code", "/h/.claude/shell-snapshots/snapshot-bash-1796537103615-yr8c0b.sh", "G=git; $G commit -qam wip")),
     ("shopt -u promptvars nullglob extglob nocaseglob dotglob; _bgpids_file=/tmp/gemini-shell-Y9HB56/bgpids.tmp\n"
      "(\n  trap 'jobs -p > \"$_bgpids_file\"' EXIT\nG=git; $G push origin x\n)\n__code=$?\nexit $__code",
      ("gemini-cli", None, "G=git; $G push origin x")),
