@@ -5,6 +5,7 @@ test then waits for its own. GUARD_CLIENTS_JOBS sets the pool's size (default 2)
 from __future__ import annotations
 
 import os
+from pathlib import Path
 
 import pytest
 
@@ -24,3 +25,10 @@ def jobs() -> int:
         return max(1, int(os.environ.get("GUARD_CLIENTS_JOBS", "2")))
     except ValueError:
         return 2
+
+
+@pytest.fixture(scope="session")
+def shared_cache(tmp_path_factory: pytest.TempPathFactory) -> Path:
+    """One cache for every run: the clients unpack themselves and fetch their provider packages
+    there once, not once per run."""
+    return tmp_path_factory.mktemp("client-cache")

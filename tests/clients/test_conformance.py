@@ -52,13 +52,6 @@ def _params() -> list[object]:
     return out
 
 
-@pytest.fixture(scope="session")
-def shared_cache(tmp_path_factory: pytest.TempPathFactory) -> Path:
-    """One cache for every run: the clients unpack themselves and fetch their provider packages
-    there once, not once per run."""
-    return tmp_path_factory.mktemp("client-cache")
-
-
 def _client(name: str) -> Client:
     launcher, why = harness.installed(name)
     if launcher is None:
@@ -84,10 +77,12 @@ class Runs:
         self.pool = ThreadPoolExecutor(max_workers=jobs())
         self.futures: dict[tuple[str, str, str], Future[Run]] = {}
         self.shared_cache = shared_cache
-        # the clients unpack and cache themselves on their first start: one of each first, alone
+        # the clients unpack and cache themselves on their first start (OpenCode also installs its
+        # plugin's dependencies when it has one): one run of each first, alone, with the hooks
         for name in dict.fromkeys(n for n, _, _ in SELECTED):
             if harness.installed(name)[0] is not None:
-                self.get(name, "none", "ordinary", _command("ordinary", git_server)).result()
+                placement = "hook" if (name, "hook", "ordinary") in SELECTED else "none"
+                self.get(name, placement, "ordinary", _command("ordinary", git_server)).result()
         for name, placement, case in SELECTED:
             if harness.installed(name)[0] is None:
                 continue
