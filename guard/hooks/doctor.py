@@ -206,6 +206,22 @@ def _codex_trusted(path: str, cwd: str, env: dict[str, str]) -> bool | None:
     return bool(hooks) and all(h.get("trustStatus") in ("trusted", "managed") for h in hooks)
 
 
+def rules_line(env: dict[str, str]) -> str:
+    """What the rules in effect do here: how many refuse, and every rule on trial (warn,
+    observe), which lets its commands run: an operator sees a weaker guard at once."""
+    from guard.context import Context
+    from guard.ruleset.actions import effective, mode_of
+    from guard.ruleset.load import load_for
+
+    rs = load_for(Context.from_environ(env=env))
+    mode, note = mode_of(env.get("GUARD_MODE"))
+    actions = [(r["id"], effective(r, rs.config, mode)[0]) for r in rs.rules if r.get("verdict") != "allow"]
+    trial = [f"{rid} ({a})" for rid, a in actions if a != "refuse"]
+    line = f"rules: {sum(a == 'refuse' for _, a in actions)} refuse"
+    line += f"; on trial, not refusing: {', '.join(trial)}" if trial else "; none on trial"
+    return line + (f" ({note})" if note else "")
+
+
 def main(argv: list[str]) -> int:
     if argv and argv[0] in ("-h", "--help"):
         print("usage: guard doctor  (each agent client on PATH: its shell, guard's hooks, a git push probe)")
@@ -213,6 +229,7 @@ def main(argv: list[str]) -> int:
     env = dict(os.environ)
     trees = inst.tree_roots(env)
     cwd = os.getcwd()
+    print(rules_line(env))
     found = [c for c, (prog, _) in CLIENTS.items() if shutil.which(prog, path=env.get("PATH"))]
     if not found:
         print("guard doctor: no agent client (claude, codex, gemini, opencode, copilot) on PATH")

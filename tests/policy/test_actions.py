@@ -198,3 +198,15 @@ def test_a_refusing_rule_beats_a_rule_on_trial_in_the_same_command(tmp_path: Pat
     assert "Also refused" not in both["message"]  # a rule on trial is not reported as a refusal
     alone = json.loads(subprocess.run([*run, PUSH], capture_output=True, text=True, env=env, timeout=60).stdout)
     assert (alone["verdict"], alone["rule"], alone["action"]) == ("allow", "git-push", "observe")
+
+
+def test_doctor_names_every_rule_on_trial(tmp_path: Path) -> None:
+    cfg = tmp_path / "cfg.yaml"
+    cfg.write_text("config:\n  rule_actions:\n    git-push: warn\n")
+    env = _env(tmp_path, GUARD_CONFIG=str(cfg), PATH="/usr/bin:/bin")  # no agent client on PATH
+    out = subprocess.run([guard_bin(), "doctor"], capture_output=True, text=True, env=env, timeout=60).stdout
+    first = out.splitlines()[0]
+    assert first.startswith("rules: ") and "on trial, not refusing: git-push (warn)" in first
+    calm = subprocess.run([guard_bin(), "doctor"], capture_output=True, text=True,
+                          env=_env(tmp_path, PATH="/usr/bin:/bin"), timeout=60).stdout
+    assert "none on trial" in calm.splitlines()[0]
