@@ -19,18 +19,39 @@ from guard.ir import UNKNOWN, Verdict
 from guard.record import dataclass
 from guard.system import budget
 from guard.system.fdio import Lines, write_all
+from guard.text.display import inert
+from guard.text.redact import redact, redact_known, secret_values
 
 EXIT_ALLOW, EXIT_REFUSE, EXIT_USAGE = 0, 1, 2
 
 
 def _show(s: str) -> str:
+    return redact(s.replace(UNKNOWN, "…"))
+
+
+def _redactor(v: Verdict) -> Any:
+    """How ``v``'s strings are shown: redacted, by shape and by the credentials its argvs hold
+    by position (``-u user:pass``); as they are when that changes nothing (one pass over all)."""
+    secrets = [s for i in v.invocations for s in secret_values(i.argv)]
+    strings = [x for i in v.invocations for x in (i.program, i.cwd, *i.argv, *i.via)]
+    strings.extend(v.unresolved)
+    joined = "\0".join(strings)
+    if not secrets and redact(joined) == joined:
+        return _plain
+    return lambda s: redact(redact_known(s.replace(UNKNOWN, "…"), secrets))
+
+
+def _plain(s: str) -> str:
     return s.replace(UNKNOWN, "…")
 
 
 def verdict_json(v: Verdict, id_: Any = None, with_id: bool = False) -> dict[str, Any]:
+    """The verdict as data. What it repeats of the command is redacted (one pass over all of it
+    when nothing needs it: most commands hold no secret)."""
     out: dict[str, Any] = {}
     if with_id:
         out["id"] = id_
+    show = _redactor(v)
     out.update(
         verdict=v.verdict,
         category=v.category,
@@ -39,15 +60,15 @@ def verdict_json(v: Verdict, id_: Any = None, with_id: bool = False) -> dict[str
         message=v.message,
         invocations=[
             {
-                "program": _show(i.program),
-                "argv": [_show(a) for a in i.argv],
-                "cwd": _show(i.cwd),
+                "program": show(i.program),
+                "argv": [show(a) for a in i.argv],
+                "cwd": show(i.cwd),
                 "in_tree": place,
-                "via": [_show(x) for x in i.via],
+                "via": [show(x) for x in i.via],
             }
             for i, place in zip(v.invocations, v.in_tree or (None,) * len(v.invocations), strict=False)
         ],
-        unresolved=list(v.unresolved),
+        unresolved=[show(u) for u in v.unresolved],
         parser=v.parser,
     )
     if v.rule_source:
@@ -240,7 +261,7 @@ def cmd_check(argv: list[str]) -> int:
         print(f"allow (observed: rule {res['rule']} would refuse it, {res['category']})")
     else:
         unresolved = res.get("unresolved") or []
-        print("allow" + (f" (unresolved: {'; '.join(unresolved)})" if unresolved else ""))
+        print("allow" + (f" (unresolved: {inert('; '.join(unresolved))})" if unresolved else ""))
     return EXIT_REFUSE if res["verdict"] == "refuse" else EXIT_ALLOW
 
 
@@ -516,8 +537,10 @@ def cmd_explain(argv: list[str]) -> int:
     ex = explanation(command, ctx)
     if ns.json:
         print(json.dumps(explain_json(ex), ensure_ascii=False))
-    else:
-        print(explain_text(ex))
+    else:  # what it repeats of the command: redacted, and inert on a terminal
+        secrets = [s for i in ex.verdict.invocations for s in secret_values(i.argv)]
+        text = redact(redact_known(explain_text(ex), secrets))
+        print("\n".join(inert(line) for line in text.split("\n")))
     return EXIT_ALLOW
 
 
@@ -561,7 +584,7 @@ def ordered_facts(facts: dict[str, Any]) -> dict[str, Any]:
 
 def _json_value(v: Any) -> Any:
     if isinstance(v, str):
-        return _show(v)
+        return _plain(v)
     if isinstance(v, (set, frozenset)):
         return sorted(_json_value(x) for x in v)
     if isinstance(v, (list, tuple)):
@@ -621,7 +644,19 @@ def explain_json(ex: Explanation) -> dict[str, Any]:
     out["parse_error"] = ex.parse_error
     for inv, facts in zip(out["invocations"], ex.facts, strict=True):
         inv["facts"] = facts
-    return out
+    secrets = [s for i in ex.verdict.invocations for s in secret_values(i.argv)]
+    return _redacted(out, secrets)
+
+
+def _redacted(value: Any, secrets: list[str]) -> Any:
+    """Every string in ``value`` redacted (by ``secrets`` first, then by shape)."""
+    if isinstance(value, str):
+        return redact(redact_known(value, secrets))
+    if isinstance(value, list):
+        return [_redacted(x, secrets) for x in value]
+    if isinstance(value, dict):
+        return {k: _redacted(x, secrets) for k, x in value.items()}
+    return value
 
 
 def explain_text(ex: Explanation) -> str:
@@ -633,13 +668,13 @@ def explain_text(ex: Explanation) -> str:
     places = v.in_tree or (None,) * len(v.invocations)
     for n, (inv, place, facts) in enumerate(zip(v.invocations, places, ex.facts, strict=False), 1):
         where = {True: "in the tree", False: "outside the tree", None: "unknown"}[place]
-        lines.append(f"  {n}. {' '.join(_show(a) for a in inv.argv)}")
-        if "repo_path" in facts and facts["repo_path"] != _show(inv.cwd):  # the place is the repository's
-            lines.append(f"     cwd {_show(inv.cwd)}, repository {facts['repo_path']} ({where})")
+        lines.append(f"  {n}. {' '.join(_plain(a) for a in inv.argv)}")
+        if "repo_path" in facts and facts["repo_path"] != _plain(inv.cwd):  # the place is the repository's
+            lines.append(f"     cwd {_plain(inv.cwd)}, repository {facts['repo_path']} ({where})")
         else:
-            lines.append(f"     cwd {_show(inv.cwd)} ({where})")
+            lines.append(f"     cwd {_plain(inv.cwd)} ({where})")
         if inv.via:
-            lines.append(f"     via {' → '.join(_show(x) for x in inv.via)}")
+            lines.append(f"     via {' → '.join(_plain(x) for x in inv.via)}")
         lines.extend(_wrapped("     facts: ", [f"{k}: {_flow(x)}" for k, x in facts.items()]))
     if v.unresolved:
         lines.append("unresolved:")

@@ -1,5 +1,9 @@
 """Refusal messages (docs/behaviour.md §6): what was refused and how it was recognised, why, the tool to use
-with its arguments, and for publishing the route of this thread. Stable for the same input."""
+with its arguments, and for publishing the route of this thread. Stable for the same input.
+
+A message repeats parts of the command, so it leaves here as ``guard.text.display.message``
+makes it: no credential (a URL filled into a tool call loses its user-info and secret
+parameters), no control character, no word past 80 characters, at most 600 characters."""
 
 from __future__ import annotations
 
@@ -9,7 +13,8 @@ import posixpath
 from guard.context import Context
 from guard.ir import UNKNOWN, Invocation
 from guard.resolve import paths
-from guard.text.redact import redact
+from guard.text.display import message as finished
+from guard.text.redact import redact, redact_url
 
 TYPE_CHECKING = False
 if TYPE_CHECKING:  # typing costs ~2-7 ms to import on the command path
@@ -146,7 +151,7 @@ def render(
     values = _Fill(
         what=what,
         prefix=prefix if prefix != "." else "<prefix>",
-        url=(facts.get("url") or "<url>").replace(UNKNOWN, "…"),
+        url=redact_url(facts.get("url") or "<url>").replace(UNKNOWN, "…"),
         path=paths.relative_to_tree(dest, trees).replace(UNKNOWN, "…") if dest else prefix,
     )
     tool = rule.get("tool")
@@ -172,4 +177,4 @@ def render(
         text += f" Also refused: {other} ({cat})."
     if scanned:
         text += " (guard could not parse this command; it was judged from a token scan.)"
-    return text
+    return finished(text)

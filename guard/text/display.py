@@ -54,3 +54,32 @@ def clip(text: str, width: int) -> str:
 def show(text: object, width: int = 0) -> str:
     """Neutralise, then clip: the form every untrusted field takes in a text report."""
     return clip(inert(text), width)
+
+
+# A message guard writes for a model or a person (docs/behaviour.md §6 aims at 600 characters): a word longer
+# than WORD_MAX (a URL, a base64 blob) keeps its two ends, and the whole is cut at MESSAGE_MAX.
+MESSAGE_MAX = 600
+WORD_MAX = 80
+_LONG_WORD = re.compile(rf"\S{{{WORD_MAX + 1},}}")
+
+
+def _elide(m: re.Match[str]) -> str:
+    word = m.group(0)
+    keep = (WORD_MAX - 1) // 2
+    return word[:keep] + "…" + word[-keep:]
+
+
+def elide(text: str, limit: int = MESSAGE_MAX) -> str:
+    """``text`` with each word past ``WORD_MAX`` characters elided in the middle, then cut to
+    ``limit`` characters (``…`` marks each cut)."""
+    if len(text) > WORD_MAX:
+        text = _LONG_WORD.sub(_elide, text)
+    return clip(text, limit)
+
+
+def message(text: str, limit: int = MESSAGE_MAX) -> str:
+    """The form every message guard writes takes: secrets redacted (``guard.text.redact``),
+    control characters made visible (``inert``), long words elided and the whole capped."""
+    from guard.text.redact import redact
+
+    return elide(inert(redact(text)), limit)

@@ -1,4 +1,9 @@
-"""Secret redaction applied to every command before it reaches the audit log (docs/behaviour.md §8).
+"""Secret redaction: the one pass every output of guard makes over text it repeats (docs/behaviour.md §8).
+
+The audit log, refusal messages, hook answers (their structured context included), ``guard
+check`` and ``guard explain`` all call ``redact`` on what they repeat of a command, and
+``redact_url`` on a URL filled into a message or a tool call, so no credential is handed back to
+the agent or stored.
 
 Each shape keeps enough context to be recognisable (``ghp_[REDACTED]``, ``password=[REDACTED]``)
 and drops the secret itself. Variable references (``$GITHUB_TOKEN``, ``${TOKEN}``) are not secrets
@@ -29,6 +34,21 @@ _SECRET_WORDS = ("token", "passw", "secret", "key", "credential", "passphrase")
 _SECRET_NAME = (
     r"[A-Za-z0-9_.-]{0,64}?(?:token|passwd|password|passphrase|secret|api[_-]?key|apikey|"
     r"access[_-]?key|private[_-]?key|client[_-]?secret|credentials?|auth[_-]?key)[A-Za-z0-9_.-]{0,64}"
+)
+
+
+def _body(chars: str, least: int) -> str:
+    """``least`` or more of ``chars``, also when quotes or a backslash-newline split them
+    (``ghp_abc''def``, ``ghp_abc\\<newline>def``): the shell joins those into one word."""
+    return rf"(?:[{chars}]|\\\n|['\"]+(?=[{chars}])){{{least},}}"
+
+
+# URL query parameters whose value is a credential (lower case; matched case-insensitively).
+SECRET_PARAMS = (
+    "access_token", "token", "auth", "auth_token", "key", "api_key", "apikey", "sig", "signature",
+    "password", "passwd", "pass", "pwd", "secret", "client_secret", "code", "session", "sessionid",
+    "x-amz-signature", "x-amz-credential", "x-amz-security-token", "x-goog-signature",
+    "x-goog-credential", "private_token", "refresh_token", "id_token",
 )
 
 
@@ -66,6 +86,13 @@ def _sub_user(m: re.Match[str]) -> str:
     return m.group(1) + MARK
 
 
+def _sub_header(m: re.Match[str]) -> str:
+    value = m.group(2)
+    if not _literal(value) or "$" in value or "`" in value:
+        return m.group(0)
+    return m.group(1) + MARK
+
+
 def _sub_json(m: re.Match[str]) -> str:
     return m.group(1) + MARK + m.group(3)
 
@@ -93,13 +120,13 @@ _TABLE: tuple[tuple[tuple[str, ...], str, int, Repl], ...] = (
         re.S,
         _sub_private_key,
     ),
-    (("github_pat_",), r"\bgithub_pat_[A-Za-z0-9_]{20,}", 0, "github_pat_" + MARK),
-    (("ghp_", "gho_", "ghu_", "ghs_", "ghr_"), r"\b(gh[pousr])_[A-Za-z0-9]{16,}", 0, r"\1_" + MARK),
-    (("glpat-",), r"\bglpat-[A-Za-z0-9_-]{16,}", 0, "glpat-" + MARK),
-    (("xox",), r"\b(xox[abposr])-[A-Za-z0-9-]{8,}", 0, r"\1-" + MARK),
+    (("github_pat_",), r"\bgithub_pat_" + _body("A-Za-z0-9_", 20), 0, "github_pat_" + MARK),
+    (("ghp_", "gho_", "ghu_", "ghs_", "ghr_"), r"\b(gh[pousr])_" + _body("A-Za-z0-9", 16), 0, r"\1_" + MARK),
+    (("glpat-",), r"\bglpat-" + _body("A-Za-z0-9_-", 16), 0, "glpat-" + MARK),
+    (("xox",), r"\b(xox[abposr])-" + _body("A-Za-z0-9-", 8), 0, r"\1-" + MARK),
     (("xapp-",), r"\bxapp-[A-Za-z0-9-]{8,}", 0, "xapp-" + MARK),
     (("hooks.slack.com",), r"(hooks\.slack\.com/services/)[A-Za-z0-9/_-]+", 0, r"\1" + MARK),
-    (("sk-",), r"\b(sk-(?:proj-|ant-(?:api\d+-)?|svcacct-|admin-)?)[A-Za-z0-9_-]{20,}", 0, r"\1" + MARK),
+    (("sk-",), r"\b(sk-(?:proj-|ant-(?:api\d+-)?|svcacct-|admin-)?)" + _body("A-Za-z0-9_-", 20), 0, r"\1" + MARK),
     (("k_live_", "k_test_"), r"\b([sr]k_(?:live|test)_)[A-Za-z0-9]{10,}", 0, r"\1" + MARK),
     (
         ("akia", "asia", "agpa", "aida", "aroa", "anpa", "anva", "aipa"),
@@ -109,7 +136,7 @@ _TABLE: tuple[tuple[tuple[str, ...], str, int, Repl], ...] = (
     ),
     (("aiza",), r"\bAIza[0-9A-Za-z_-]{35}\b", 0, "AIza" + MARK),
     (("npm_",), r"\bnpm_[A-Za-z0-9]{36}\b", 0, "npm_" + MARK),
-    (("pypi-",), r"\bpypi-[A-Za-z0-9_-]{40,}", 0, "pypi-" + MARK),
+    (("pypi-",), r"\bpypi-" + _body("A-Za-z0-9_-", 40), 0, "pypi-" + MARK),
     (("eyj",), r"\beyJ[A-Za-z0-9_-]{8,}\.eyJ[A-Za-z0-9_-]{8,}\.[A-Za-z0-9_-]{8,}", 0, "[REDACTED-JWT]"),
     # Authorization / Proxy-Authorization headers: keep the scheme word, drop the credential.
     (
@@ -119,11 +146,37 @@ _TABLE: tuple[tuple[tuple[str, ...], str, int, Repl], ...] = (
         _sub_auth,
     ),
     (("bearer",), r"\b(Bearer\s+)(?!\[REDACTED)([A-Za-z0-9._~+/=-]{8,})", 0, _sub_bearer),
-    # scheme://user:password@host, and scheme://<40-hex classic token>@host
-    (("@",), r"\b([a-zA-Z][a-zA-Z0-9+.-]{0,30}://)([^/\s:@'\"]{0,256}):([^/\s@'\"]+)@", 0, _sub_url),
+    # scheme://user:password@host (a password may hold @; in quotes, spaces), and
+    # scheme://<40-hex classic token>@host
+    (("@",), r"(?<=['\"])([a-zA-Z][a-zA-Z0-9+.-]{0,30}://)([^/\s:@'\"]{0,256}):([^/?#'\"\n]+)@(?=[^@'\"/\s]*['\"/])",
+     0, _sub_url),
+    (("@",), r"\b([a-zA-Z][a-zA-Z0-9+.-]{0,30}://)([^/\s:@'\"]{0,256}):([^/?#\s'\"]+)@", 0, _sub_url),
     (("@",), r"\b([a-zA-Z][a-zA-Z0-9+.-]{0,30}://)[0-9a-fA-F]{40}@", 0, r"\1" + MARK + "@"),
-    # curl/wget/http -u user:password, --user user:password
-    (("-u", "--user"), r"((?<!\S)(?:-u|--user)(?:\s+|=)['\"]?[^\s:'\"]*:)([^\s'\"]+)", 0, _sub_user),
+    # curl/wget/http -u user:password, --user user:password, -uuser:password, -u user:'pass',
+    # -u 'user:pass word'
+    (("-u", "--user"), r"((?<!\S)(?:-u|--user)(?:\s+|=)?'[^\s:'\"]*:)([^']+)", 0, _sub_user),
+    (("-u", "--user"), r"((?<!\S)(?:-u|--user)(?:\s+|=)?\"[^\s:'\"]*:)([^\"]+)", 0, _sub_user),
+    (("-u", "--user"), r"((?<!\S)(?:-u|--user)(?:\s+|=)?[^\s:'\"]*:')([^']+)", 0, _sub_user),
+    (("-u", "--user"), r"((?<!\S)(?:-u|--user)(?:\s+|=)?[^\s:'\"]*:\")([^\"]+)", 0, _sub_user),
+    (("-u", "--user"), r"((?<!\S)(?:-u|--user)(?:\s+|=)?[^\s:'\"]*:)([^\s'\"]+)", 0, _sub_user),
+    # custom credential headers: -H 'X-Api-Auth: value', httpie's X-Api-Auth:value
+    (
+        ("auth", "token", "key", "secret", "session", "cookie", "signature", "passw", "credential"),
+        r"(?i)((?<=['\"])[a-z0-9-]{0,64}(?:auth|token|key|secret|session|cookie|signature|passw|credential)"
+        r"[a-z0-9-]{0,64}\s*:\s*)(?!\[REDACTED)([^\s'\"][^'\"\r\n]*)(?=['\"])",
+        0,
+        _sub_header,
+    ),
+    (
+        ("auth", "token", "key", "secret", "session", "cookie", "signature", "passw", "credential"),
+        r"(?i)((?<![\w-])x-[a-z0-9-]{0,64}(?:auth|token|key|secret|session|cookie|signature|passw|credential)"
+        r"[a-z0-9-]{0,64}:\s*)(?!\[REDACTED)([^\s'\"]+)",
+        0,
+        _sub_header,
+    ),
+    # secret URL query parameters: ?access_token=…, &sig=…, &X-Amz-Signature=…
+    (("?", "&"), r"(?i)([?&](?:" + "|".join(re.escape(p) for p in SECRET_PARAMS) + r")=)(?!\[REDACTED)([^&#\s'\"]+)",
+     0, _sub_user),
     # "name": "value", --name value, NAME=value and NAME: value for secret-looking names.
     (_SECRET_WORDS, r"(?i)(\"" + _SECRET_NAME + r"\"\s*:\s*\")(?!\[REDACTED)([^\"]+)(\")", 0, _sub_json),
     (
@@ -166,3 +219,71 @@ def redact(text: str) -> str:
                 out = pattern.sub(repl, out)
                 break
     return out
+
+
+def _strip_userinfo(url: str) -> str:
+    scheme, sep, rest = url.partition("://")
+    if not sep:
+        return url
+    end = len(rest)
+    for ch in "/?#":
+        at = rest.find(ch)
+        if 0 <= at < end:
+            end = at
+    at = rest.rfind("@", 0, end)
+    return url if at < 0 else f"{scheme}://{rest[at + 1:]}"
+
+
+def redact_url(url: str) -> str:
+    """``url`` as guard may repeat it (in a message, a tool call's arguments): without user-info
+    (``https://x:TOKEN@host/…`` → ``https://host/…``), with the values of secret query
+    parameters (``access_token``, ``sig``, ``key`` …) replaced, and ``redact`` applied."""
+    if not url:
+        return url
+    return redact(_strip_userinfo(url))
+
+
+# Options whose next word is a credential (or, for headers, may hold one), as a program's argv
+# holds them once the shell has removed the quotes: ``curl -u 'user:pa ss'`` is
+# ``["curl", "-u", "user:pa ss"]``, which no pattern on the word alone can read.
+_USER_FLAGS = frozenset(("-u", "--user", "-U", "--proxy-user"))
+_VALUE_FLAGS = frozenset((
+    "--password", "--passwd", "--token", "--auth", "--auth-token", "--api-key", "--apikey", "--access-token",
+    "--client-secret", "--secret", "--private-token", "--oauth2-bearer",
+))
+_HEADER_FLAGS = frozenset(("-H", "--header", "--proxy-header"))
+
+
+def secret_values(argv: list[str] | tuple[str, ...]) -> list[str]:
+    """The words of ``argv`` (or the parts of them) that are credentials by their position:
+    the password of ``-u user:pass``, the value of ``--token X``, of a credential header."""
+    out: list[str] = []
+    for flag, value in zip(argv, argv[1:], strict=False):
+        if not _literal(value):
+            continue
+        if flag in _USER_FLAGS and ":" in value:
+            secret = value.partition(":")[2]
+        elif flag in _VALUE_FLAGS:
+            secret = value
+        elif flag in _HEADER_FLAGS and ":" in value:
+            cleaned = redact(f"'{value}'")[1:-1]
+            secret = "" if cleaned == value else value.partition(":")[2].strip()
+        else:
+            continue
+        if len(secret) >= 4:  # a shorter one would mark every place its letters occur
+            out.append(secret)
+    return out
+
+
+def redact_argv(argv: list[str] | tuple[str, ...]) -> list[str]:
+    """``argv`` with every credential replaced: by position (``secret_values``), then by shape."""
+    secrets = secret_values(argv)
+    return [redact(redact_known(a, secrets)) for a in argv]
+
+
+def redact_known(text: str, secrets: list[str] | tuple[str, ...]) -> str:
+    """``text`` with each of ``secrets`` (longest first) replaced by the marker."""
+    for s in sorted(secrets, key=len, reverse=True):
+        if s and s in text:
+            text = text.replace(s, MARK)
+    return text
