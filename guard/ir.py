@@ -287,3 +287,18 @@ class Verdict:
     # when no refusing rule matched
     action: str | None = None
     action_source: str | None = None  # where the action comes from, for guard explain
+
+
+# What an ``unresolved`` note says when a budget (size, depth, steps) stopped the analysis before
+# it saw all of the command: under ``GUARD_FAIL=closed`` such an allow is a refusal (``over_budget``).
+BUDGET_WORDS = ("too large", "too deep", "larger than", "deeper than", "beyond", "budget", "more than")
+
+
+def over_budget(verdict: Verdict) -> str | None:
+    """The first note of an allowing ``verdict`` that says a budget cut its analysis short."""
+    if verdict.verdict != "allow":
+        return None
+    for note in verdict.unresolved:
+        if any(w in note for w in BUDGET_WORDS):
+            return note
+    return None

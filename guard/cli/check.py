@@ -15,11 +15,11 @@ from collections.abc import Sequence
 from typing import Any
 
 from guard.context import Context
-from guard.ir import UNKNOWN, Verdict
+from guard.ir import UNKNOWN, Verdict, over_budget
 from guard.record import dataclass
 from guard.system import budget
 from guard.system.fdio import Lines, write_all
-from guard.text.display import inert
+from guard.text.display import inert, message
 from guard.text.redact import redact, redact_known, secret_values
 
 EXIT_ALLOW, EXIT_REFUSE, EXIT_USAGE = 0, 1, 2
@@ -350,6 +350,10 @@ def _handle_line(raw: bytes, ctx: Context) -> bytes:
         # it reads; the analysis sees what is left
         v = analyze(obj["command"].replace("\0", ""), lctx)
         res = verdict_json(v, id_, has_id)
+        cut = over_budget(v) if _fail_closed(ctx) else None
+        if cut is not None:  # a budget stopped the analysis: refused under GUARD_FAIL=closed
+            res.update(verdict="refuse", category="internal-error",
+                       message=f"guard: refusing the command (GUARD_FAIL=closed): {message(cut, 300)}")
     except MemoryError:
         raise
     except RecursionError:

@@ -76,10 +76,15 @@ def structured(verdict: object, message: str) -> dict[str, Any]:
     }
     matched = getattr(verdict, "matched", None)
     if matched is not None:
+        from guard.text.display import elide, inert
+        from guard.text.redact import redact, redact_argv
+
+        # what the matched invocation said, as a message would repeat it: no credential, no
+        # control character, no word past the cap
         out["matched"] = {
-            "program": matched.program,
-            "argv": [a.replace("\x00", "…") for a in matched.argv][:32],
-            "via": list(matched.via),
+            "program": inert(matched.program),
+            "argv": [elide(inert(a.replace("\x00", "…")), 200) for a in redact_argv(matched.argv[:32])],
+            "via": [elide(inert(redact(v)), 200) for v in matched.via],
         }
     return out
 
@@ -137,6 +142,12 @@ def answer(host: Host, payload: Any, env: Mapping[str, str]) -> Answer:
     call = host.read(payload)
     if call is None:  # not the shell tool: no opinion
         return host.allow
+    try:
+        call.command.encode("utf-8")
+    except UnicodeEncodeError:  # a lone surrogate (JSON's "\ud800"): the host can only run U+FFFD
+        from guard.record import replace
+
+        call = replace(call, command=call.command.encode("utf-8", "surrogatepass").decode("utf-8", "replace"))
     cwd = call.cwd if call.cwd and os.path.isabs(call.cwd) else _cwd()
     if _plain(call.command, env):
         return host.allow  # one program and plain words that no rule can refuse: as guard-shell does
@@ -159,8 +170,10 @@ def answer(host: Host, payload: Any, env: Mapping[str, str]) -> Answer:
     # logged) is analysed again here for the structured answer, which the server does not send
     decision = decide(analysis_text(call.command), cwd=cwd, env=dict(env))
     if served is not None:
-        message = served[1].decode("utf-8", "replace").strip() or "guard: command refused"
-        return host.deny(Refusal(message, structured(decision.verdict, message)))
+        from guard.text.display import message as tidy
+
+        text = tidy(served[1].decode("utf-8", "replace").strip() or "guard: command refused")
+        return host.deny(Refusal(text, structured(decision.verdict, text)))
     if decision.action != "refuse":
         trial = getattr(decision.verdict, "action", None)
         if trial in ("warn", "observe"):
@@ -168,11 +181,15 @@ def answer(host: Host, payload: Any, env: Mapping[str, str]) -> Answer:
         if trial == "warn" and decision.message and host.notice is not None:
             return host.notice(decision.message)  # the host's non-blocking context: the model reads it
         if decision.message:
-            print(decision.message, file=sys.stderr)
+            from guard.text.display import message as tidy
+
+            print(tidy(decision.message), file=sys.stderr)
         return host.allow
-    message = decision.message or "guard: command refused"
+    from guard.text.display import message as tidy
+
+    text = tidy(decision.message or "guard: command refused")
     record(host, call, decision, cwd, env)
-    return host.deny(Refusal(message, structured(decision.verdict, message)))
+    return host.deny(Refusal(text, structured(decision.verdict, text)))
 
 
 def _plain(command: str, env: Mapping[str, str]) -> bool:
@@ -220,12 +237,34 @@ def main(argv: list[str]) -> int:
     try:
         result = answer(host, read_payload(sys.stdin.buffer), os.environ)
     except Malformed as e:
-        print(f"guard: hook {argv[0]}: {e}; no decision", file=sys.stderr)
-        return host.malformed_status
-    except Exception as e:  # noqa: BLE001 - a bug in guard: one line, the host goes on
-        print(f"guard: hook {argv[0]}: internal error: {type(e).__name__}: {e}", file=sys.stderr)
-        return host.malformed_status
+        return _undecided(host, argv[0], str(e))
+    except (Exception, RecursionError, MemoryError) as e:  # noqa: B014 - a bug in guard: one line, never a traceback
+        return _undecided(host, argv[0], f"internal error: {type(e).__name__}: {e}")
+    return _write(result)
+
+
+def _undecided(host: Host, name: str, detail: str) -> int:
+    """No decision could be made: the host's deny under ``GUARD_FAIL=closed``, else one line on
+    stderr and the host's non-blocking exit status."""
+    from guard.text.display import message as tidy
+
+    detail = tidy(detail, 300)
+    if os.environ.get("GUARD_FAIL", "").strip().lower() == "closed":
+        text = f"guard: hook {name}: {detail}; refusing the command (GUARD_FAIL=closed)"
+        return _write(host.deny(Refusal(text, {"verdict": "refuse", "category": "internal-error"})))
+    try:
+        print(f"guard: hook {name}: {detail}; no decision", file=sys.stderr)
+    except (OSError, ValueError):
+        pass
+    return host.malformed_status
+
+
+def _write(result: Answer) -> int:
     if result.stdout:
-        sys.stdout.write(result.stdout + "\n")
-        sys.stdout.flush()
+        try:
+            sys.stdout.write(result.stdout + "\n")
+            sys.stdout.flush()
+        except UnicodeEncodeError:  # a lone surrogate left in some field: JSON escapes it
+            sys.stdout.buffer.write(result.stdout.encode("utf-8", "backslashreplace") + b"\n")
+            sys.stdout.flush()
     return result.status

@@ -130,9 +130,16 @@ def reason(exc: BaseException) -> str:
     return f"{name}: {detail}"[:200] if detail else name
 
 
+def fail_closed(env: "Mapping[str, str]") -> bool:
+    return env.get("GUARD_FAIL", "").strip().lower() == "closed"
+
+
 def failure_decision(reason: str, env: "Mapping[str, str]") -> Decision:
     """The guard could not decide: fail open (run, one line) unless ``GUARD_FAIL=closed``."""
-    if env.get("GUARD_FAIL", "").strip().lower() == "closed":
+    from guard.text.display import message
+
+    reason = message(reason, 300)  # an exception's text may repeat the command
+    if fail_closed(env):
         return Decision(
             "refuse", f"guard: internal error, refusing the command (GUARD_FAIL=closed): {reason}", error=reason
         )
@@ -166,6 +173,15 @@ def decide(
         verdict = _analyze_bounded(analysis_text(command), ctx)
         kind = getattr(verdict, "verdict", None)
         if kind == "allow":
+            if fail_closed(base_env):
+                from guard.ir import over_budget
+
+                cut = over_budget(verdict)  # type: ignore[arg-type]
+                if cut is not None:  # a budget stopped the analysis: not a decision
+                    from guard.text.display import message as tidy
+
+                    return Decision("refuse", f"guard: refusing the command (GUARD_FAIL=closed): {tidy(cut, 300)}",
+                                    verdict=verdict, error=cut)
             if getattr(verdict, "action", None) == "warn":  # a rule on trial: run, and say the route
                 return Decision("run", getattr(verdict, "message", None), verdict=verdict)
             return Decision("run", verdict=verdict)
