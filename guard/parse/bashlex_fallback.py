@@ -2,7 +2,7 @@
 
 Imported only when tree-sitter rejects a command. Loading bashlex normally rebuilds its LALR
 tables on every import (~80 ms); here ``bashlex.yacc.yacc`` is swapped, before ``bashlex.parser``
-runs, for a version that loads the raw tables from a marshal file in the user cache directory
+runs, for a version that loads the raw tables from a JSON file in the user cache directory
 (keyed on the bashlex files, the bashlex version and the Python version; one file per key) and
 writes them on a miss.
 Any problem with the cache means a plain import.
@@ -19,7 +19,7 @@ whose quote removal is wrong for ``"gi"'t'``.
 
 from __future__ import annotations
 
-import marshal
+import json
 import os
 import sys
 from typing import Any
@@ -41,15 +41,16 @@ from guard.parse.nested import reparse
 from guard.parse.words import _Lexer, is_assignment, lex_word, merge_lits, unescape_unquoted
 
 _bashlex: Any = None
-CACHE_FORMAT = 1
+CACHE_FORMAT = 2
 
 
 # --------------------------------------------------------------------------- loading
 
 
 def cache_dir() -> str:
-    base = os.environ.get("XDG_CACHE_HOME") or os.path.join(os.path.expanduser("~"), ".cache")
-    return os.path.join(base, "guard")
+    from guard.system.cachedir import cache_root
+
+    return cache_root()
 
 
 def _cache_key(pkg_dir: str) -> tuple:
@@ -62,7 +63,7 @@ def _cache_key(pkg_dir: str) -> tuple:
         dist = sorted(d for d in os.listdir(parent) if d.startswith("bashlex-") and d.endswith(".dist-info"))
     except OSError:
         dist = []
-    return (CACHE_FORMAT, pkg_dir, tuple(dist), tuple(stats), tuple(sys.version_info[:2]), marshal.version)
+    return (CACHE_FORMAT, pkg_dir, tuple(dist), tuple(stats), tuple(sys.version_info[:2]))
 
 
 def cache_name(key: tuple) -> str:
@@ -71,7 +72,7 @@ def cache_name(key: tuple) -> str:
     rebuilding and overwriting one file in turn."""
     from zlib import crc32
 
-    return f"bashlex-lr-py{sys.version_info[0]}{sys.version_info[1]}-{crc32(repr(key).encode()):08x}.marshal"
+    return f"bashlex-lr-py{sys.version_info[0]}{sys.version_info[1]}-{crc32(repr(key).encode()):08x}.json"
 
 
 class _Prod:
@@ -94,15 +95,20 @@ class _Tables:
 def _cached_yacc_factory(yacc_mod: Any, orig: Any, path: str, key: tuple) -> Any:
     def cached_yacc(*args: Any, **kwargs: Any) -> Any:
         grammar_globals = sys._getframe(1).f_globals
-        try:
-            with open(path, "rb") as f:
-                data = marshal.loads(f.read())
-            if data.get("key") == key:
-                prods = [
-                    _Prod(name, length, func, grammar_globals[func] if func else None, text)
-                    for name, length, func, text in data["prods"]
-                ]
-                return yacc_mod.LRParser(_Tables(prods, data["action"], data["goto"]), grammar_globals["p_error"])
+        try:  # only a cache file of this user's that no one else may write; JSON runs nothing
+            from guard.system.cachedir import read_private
+
+            raw = read_private(path)
+            data = json.loads(raw) if raw is not None else None
+            if data is not None and data.get("key") == json.loads(json.dumps(key)):
+                prods = []
+                for name, length, func, text in data["prods"]:
+                    if func is not None and not (isinstance(func, str) and func.startswith("p_")):
+                        raise ValueError("not a grammar function")
+                    prods.append(_Prod(name, length, func, grammar_globals[func] if func else None, text))
+                action = {int(s): dict(a) for s, a in data["action"]}
+                goto = {int(s): dict(g) for s, g in data["goto"]}
+                return yacc_mod.LRParser(_Tables(prods, action, goto), grammar_globals["p_error"])
         except Exception:  # noqa: BLE001 - a bad or missing cache means rebuild
             pass
         if "inspect" not in vars(yacc_mod) or not hasattr(yacc_mod.inspect, "getsourcelines"):
@@ -112,17 +118,15 @@ def _cached_yacc_factory(yacc_mod: Any, orig: Any, path: str, key: tuple) -> Any
         kwargs["module"] = sys.modules[grammar_globals["__name__"]]
         parser = orig(*args, **kwargs)
         try:
-            blob = marshal.dumps({
+            from guard.system.cachedir import write_private
+
+            blob = json.dumps({
                 "key": key,
-                "action": {s: dict(a) for s, a in parser.action.items()},
-                "goto": {s: dict(g) for s, g in parser.goto.items()},
+                "action": [[s, list(a.items())] for s, a in parser.action.items()],
+                "goto": [[s, list(g.items())] for s, g in parser.goto.items()],
                 "prods": [(p.name, p.len, p.func, p.str) for p in parser.productions],
-            })
-            os.makedirs(os.path.dirname(path), exist_ok=True)
-            tmp = f"{path}.{os.getpid()}.tmp"
-            with open(tmp, "wb") as f:
-                f.write(blob)
-            os.replace(tmp, path)
+            }).encode()
+            write_private(path, blob)
         except Exception:  # noqa: BLE001 - an unwritable cache only costs time
             pass
         return parser

@@ -25,6 +25,7 @@ import os
 import re
 
 from guard.record import dataclass
+from guard.system.cachedir import read_private, write_private
 
 TYPE_CHECKING = False
 if TYPE_CHECKING:
@@ -143,37 +144,21 @@ def _cache_dir(env: dict) -> str | None:
 
 
 def _load(path: str) -> Definitions | None:
-    try:
-        fd = os.open(path, os.O_RDONLY | getattr(os, "O_NOFOLLOW", 0))
-    except OSError:
+    data = read_private(path)  # only a cache file this user wrote and nobody else can change
+    if data is None:
         return None
     try:
-        st = os.fstat(fd)
-        if st.st_uid != os.getuid() or st.st_mode & 0o022:
-            return None  # only a cache file this user wrote and nobody else can change
-        with os.fdopen(fd, "rb") as fh:
-            fd = -1
-            raw = json.loads(fh.read())
-    except (OSError, ValueError):
+        raw = json.loads(data)
+    except (ValueError, RecursionError):
         return None
-    finally:
-        if fd >= 0:
-            os.close(fd)
     if not isinstance(raw, list) or not all(isinstance(i, list) and all(isinstance(x, str) for x in i) for i in raw):
         return None
     return Definitions(tuple(tuple(i) for i in raw))
 
 
 def _store(folder: str, path: str, defs: Definitions) -> None:
-    try:
-        os.makedirs(folder, mode=0o700, exist_ok=True)
-        tmp = f"{path}.{os.getpid()}.tmp"
-        fd = os.open(tmp, os.O_WRONLY | os.O_CREAT | os.O_TRUNC | getattr(os, "O_NOFOLLOW", 0), 0o600)
-        with os.fdopen(fd, "w", encoding="utf-8") as fh:
-            json.dump([list(i) for i in defs.items], fh, ensure_ascii=False)
-        os.replace(tmp, path)
-    except OSError:
-        pass  # a cache that cannot be written only costs time
+    # a cache that cannot be written only costs time
+    write_private(path, json.dumps([list(i) for i in defs.items], ensure_ascii=False).encode("utf-8", "surrogateescape"))
 
 
 def definitions(text: str, env: dict | None = None) -> Definitions:

@@ -37,6 +37,7 @@ from collections.abc import Iterable, Mapping
 from guard.ruleset import needles
 from guard.ruleset import paths as rulepaths
 from guard.ruleset.model import Example, StderrRule
+from guard.system.cachedir import read_private, write_private
 
 try:  # the built-in module: hashlib loads OpenSSL (~3 ms) on the path of every command with stderr
     from _sha256 import sha256
@@ -147,22 +148,16 @@ def _parsed(path: str, raw: bytes, env: Mapping[str, str], use_cache: bool) -> d
     key = sha256(SCHEMA.encode() + b"\0" + str(path).encode() + b"\0" + raw).hexdigest()
     cfile = os.path.join(cache_dir(env), f"{key}.json")
     if use_cache:
-        try:
-            with open(cfile, encoding="utf-8") as fh:
-                return json.loads(fh.read())
-        except (OSError, ValueError):
-            pass
+        cached = read_private(cfile)
+        if cached is not None:
+            try:
+                return json.loads(cached)
+            except (ValueError, RecursionError):
+                pass
     rules, problems = parse_text(raw.decode("utf-8", "replace"), str(path))
     data = {"rules": rules, "problems": problems}
     if use_cache:
-        try:
-            os.makedirs(os.path.dirname(cfile), exist_ok=True)
-            tmp = f"{cfile[:-5]}.{os.getpid()}.tmp"
-            with open(tmp, "w", encoding="utf-8") as fh:
-                fh.write(json.dumps(data))
-            os.replace(tmp, cfile)
-        except OSError:
-            pass
+        write_private(cfile, json.dumps(data).encode())
     return data
 
 

@@ -174,9 +174,7 @@ def remember_plan(extra: tuple[str, ...], config_path: str | None, at: tuple | N
     leaves a plan that no longer holds). The file is rewritten only when its bytes differ; they
     and its name are computed once per process (the analysis server's workers inherit them), so
     a request that finds the plan in place reads the file and no more."""
-    import marshal
-
-    from guard.system.cachedir import cache_root
+    from guard.system.cachedir import cache_root, read_private, write_private
 
     if at is None:
         return
@@ -187,28 +185,10 @@ def remember_plan(extra: tuple[str, ...], config_path: str | None, at: tuple | N
     what = (at, plan.programs, plan.watched)
     data = _plan_bytes.get(what)
     if data is None:
-        # format 0: no references or interned flags, whose use varies with the objects'
-        # sharing in each process, so every process writes the same plan as the same bytes
-        data = _memo_put(_plan_bytes, what, marshal.dumps(
-            (precheck.PLAN_FORMAT, at, tuple(sorted(plan.programs)), tuple(plan.watched)), 0))
-    try:  # a read of one more byte than the plan: a longer file differs (no buffered file object)
-        fd = os.open(path, os.O_RDONLY | os.O_CLOEXEC)
-        try:
-            same = os.read(fd, len(data) + 1) == data
-        finally:
-            os.close(fd)
-        if same:
-            return
-    except OSError:
-        pass
-    try:
-        os.makedirs(os.path.dirname(path), exist_ok=True)
-        tmp = f"{path}.{os.getpid()}.tmp"
-        with open(tmp, "wb") as fh:
-            fh.write(data)
-        os.replace(tmp, path)
-    except OSError:
-        pass
+        data = _memo_put(_plan_bytes, what, precheck.plan_text(at, plan) or b"")
+    if not data or read_private(path) == data:
+        return
+    write_private(path, data)
 
 
 def _memo_put(memo: dict, key: tuple, value: Any) -> Any:

@@ -22,7 +22,7 @@ from functools import cache
 from guard.record import asdict, replace
 from guard.ruleset.model import RuleSet
 from guard.ruleset.paths import command_rule_files, shipped_dir
-from guard.system.cachedir import cache_root
+from guard.system.cachedir import cache_root, read_private, write_private
 
 TYPE_CHECKING = False
 if TYPE_CHECKING:  # typing and pathlib cost ~2-7 ms to import on the command path
@@ -266,7 +266,7 @@ def load(extra: tuple[str, ...] = (), config_path: str | None = None) -> RuleSet
     if not rs.errors:
         _remember_good(cdir, _inputs_key(extra, config_path), name)
         return rs
-    good = read_cache(cdir / f"rules-lkg-{_inputs_key(extra, config_path)}.json")
+    good = read_cache(cdir / f"rules-lkg-{_inputs_key(extra, config_path)}.json", link=True)
     if good is not None and not good.errors:
         good = _memo.setdefault("lkg-" + good.digest + "-" + key, good)
         good.fallback = f"{rs.errors[0]}; using the last good rule set"
@@ -312,22 +312,24 @@ def compile_layers(layers: list[Layer]) -> RuleSet:
     return rs
 
 
-def read_cache(path: Path | str) -> RuleSet | None:
+def read_cache(path: Path | str, link: bool = False) -> RuleSet | None:
+    """The rule set cached at ``path``, when the cache folder and file are this user's own and
+    no one else may write them (``guard.system.cachedir.read_private``); ``link``: ``path`` is
+    the last-known-good link to a file of the same folder."""
+    data = read_private(str(path), link_in_folder=link)
+    if data is None:
+        return None
     try:
-        with open(path, "rb") as fh:
-            data = json.loads(fh.read())
-        return RuleSet(**{k: data[k] for k in RuleSet.__record_fields__ if k in data})
-    except (OSError, ValueError, TypeError, KeyError):
+        raw = json.loads(data)
+        return RuleSet(**{k: raw[k] for k in RuleSet.__record_fields__ if k in raw})
+    except (ValueError, TypeError, KeyError, RecursionError):
         return None
 
 
 def write_cache(path: Path, rs: RuleSet) -> None:
     try:
-        path.parent.mkdir(parents=True, exist_ok=True)
-        tmp = path.with_name(f".{path.name}.{os.getpid()}.tmp")
-        tmp.write_text(json.dumps(asdict(rs)))
-        os.replace(tmp, path)
-    except (OSError, TypeError, ValueError):
+        write_private(str(path), json.dumps(asdict(rs)).encode())
+    except (TypeError, ValueError):
         pass
 
 
@@ -339,16 +341,7 @@ def _remember_good(cdir: Path, inputs: str, name: str) -> None:
             return
     except OSError:
         pass
-    try:
-        tmp = cdir / f".lkg-{inputs}.{os.getpid()}.tmp"
-        try:
-            os.unlink(tmp)
-        except OSError:
-            pass
-        os.symlink(name, tmp)
-        os.replace(tmp, link)
-    except OSError:
-        pass
+    write_private(str(link), b"", link=name)
 
 
 def warn_once(rs: RuleSet) -> None:

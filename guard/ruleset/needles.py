@@ -1,6 +1,6 @@
 """Where the stderr rules live, and the digest that lets a command skip loading them.
 
-Light on purpose (``os`` and ``marshal`` only): the relay consults this on every command that
+Light on purpose (``os`` only): the relay consults this on every command that
 writes anything to stderr, and importing the rule loader, ``re``, ``json`` and RE2 costs about
 15 ms.
 
@@ -12,16 +12,15 @@ edited rule file gets a new digest.
 
 from __future__ import annotations
 
-import marshal
 import os
 
-from guard.system.cachedir import cache_root
+from guard.system.cachedir import cache_root, read_private, write_private
 
 TYPE_CHECKING = False
 if TYPE_CHECKING:
     from collections.abc import Mapping
 
-DIGEST_FORMAT = "stderr-digest/2"
+DIGEST_FORMAT = "stderr-digest/3"
 
 
 def cache_dir(env: Mapping[str, str]) -> str:
@@ -54,30 +53,28 @@ def digest_key(files: list[str]) -> str:
 
 
 def _digest_path(env: Mapping[str, str], key: str) -> str:
-    return os.path.join(cache_dir(env), f"digest-{key}.marshal")
+    return os.path.join(cache_dir(env), f"digest-{key}.txt")
 
 
 def read_digest(env: Mapping[str, str], key: str) -> tuple[tuple[bytes, ...], bool] | None:
-    """(needles, had problems) for the rule set with this key, or None when not known."""
+    """(needles, had problems) for the rule set with this key, or None when not known. The file
+    is text (a header, then one needle in hex a line) read only from a private cache folder."""
+    data = read_private(_digest_path(env, key))
+    if data is None:
+        return None
+    lines = data.split(b"\n")
+    if len(lines) < 2 or lines[-1] != b"" or lines[0] not in (b"problems 0", b"problems 1"):
+        return None
     try:
-        with open(_digest_path(env, key), "rb") as fh:
-            data = marshal.loads(fh.read())
-        needles, problems = data["needles"], data["problems"]
-    except (OSError, ValueError, EOFError, TypeError, KeyError):
+        needles = tuple(bytes.fromhex(n.decode("ascii")) for n in lines[1:-1])
+    except ValueError:
         return None
-    if not isinstance(needles, tuple) or not all(isinstance(n, bytes) and n for n in needles):
+    if not all(needles):
         return None
-    return needles, bool(problems)
+    return needles, lines[0] == b"problems 1"
 
 
 def write_digest(env: Mapping[str, str], key: str, needles: tuple[bytes, ...], problems: bool) -> None:
     """Store the digest (atomically); a failure only means the next command loads the rules."""
-    path = _digest_path(env, key)
-    try:
-        os.makedirs(os.path.dirname(path), exist_ok=True)
-        tmp = f"{path}.{os.getpid()}.tmp"
-        with open(tmp, "wb") as fh:
-            fh.write(marshal.dumps({"needles": needles, "problems": problems}))
-        os.replace(tmp, path)
-    except OSError:
-        pass
+    body = b"".join(n.hex().encode() + b"\n" for n in needles)
+    write_private(_digest_path(env, key), (b"problems 1\n" if problems else b"problems 0\n") + body)

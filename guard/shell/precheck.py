@@ -17,17 +17,17 @@ Imports next to nothing: it runs before guard loads its parser.
 
 # No `from __future__ import annotations`: it imports the __future__ module, a file read on the
 # plain path; annotations naming typing-only types are strings instead.
-import marshal
 import posix
 
-from guard.system.cachedir import cache_root
+from guard.system.cachedir import cache_root, read_private
 
 TYPE_CHECKING = False
 if TYPE_CHECKING:  # collections.abc costs ~2 ms on the path this module exists to keep short
     from collections.abc import Callable, Container, Mapping
 
 MAX_LEN = 2048
-PLAN_FORMAT = 1
+PLAN_FORMAT = 2
+PLAN_HEADER = f"guard-precheck {PLAN_FORMAT}"
 
 # Characters a plain word may hold: no quotes, $, backslash, backtick, ;&|<>(){}[]~!# or newline.
 SAFE_CHARS = frozenset("abcdefghijklmnopqrstuvwxyzABCDEFGHIJKLMNOPQRSTUVWXYZ0123456789 -_./=:,+@%^*?")
@@ -114,7 +114,7 @@ def plan_file(extra: tuple[str, ...], config_path: str | None) -> str:
     (the bytes as one number modulo a 64-bit prime; ``guard.shell.client.short_hash``): a
     byte-by-byte loop in Python took 30 us of every command."""
     data = "\0".join((HERE, *extra, "\1", config_path or "")).encode("utf-8", "surrogateescape") + b"\x01"
-    return f"{cache_root()}/precheck-{int.from_bytes(data, 'little') % 0xFFFFFFFFFFFFFFC5:016x}.marshal"
+    return f"{cache_root()}/precheck-{int.from_bytes(data, 'little') % 0xFFFFFFFFFFFFFFC5:016x}.txt"
 
 
 def shipped_plan() -> Plan | None:
@@ -150,18 +150,44 @@ def current_plan(env: "Mapping[str, str]") -> Plan | None:
         plan = _trusted.get((extra, config_path))
         if plan is not None and _quiet():
             return plan
-    try:
-        fh = open(plan_file(extra, config_path), "rb")  # noqa: SIM115
-    except OSError:
+    data = read_private(plan_file(extra, config_path))
+    if data is None:
         return None if extra or config_path else shipped_plan()
-    try:
-        with fh:
-            data = marshal.loads(fh.read())
-        if data[0] != PLAN_FORMAT:
+    return read_plan(data)
+
+
+# --------------------------------------------------------------------------- the plan file
+# Text that nothing but this parser reads (never code, nothing that can run or crash on hostile
+# bytes): a header line, one line per stamped rule file or folder ("SIZE MTIME_NS PATH"), then
+# "programs NAME…" and "watched FRAGMENT…".
+
+
+def plan_text(at: tuple, plan: Plan) -> "bytes | None":
+    """The plan file's bytes for ``plan`` under stamp ``at``; None when a path cannot be written
+    as one line."""
+    lines = [PLAN_HEADER]
+    for path, size, mtime in at:
+        if "\n" in path:
             return None
-        for path, size, mtime in data[1]:
-            if size_mtime(path) != (size, mtime):
+        lines.append(f"{size} {mtime} {path}")
+    lines.append(" ".join(("programs", *sorted(plan.programs))))
+    lines.append(" ".join(("watched", *plan.watched)))
+    return ("\n".join(lines) + "\n").encode("utf-8", "surrogateescape")
+
+
+def read_plan(data: bytes) -> "Plan | None":
+    """The plan in ``data`` when every file it was derived from is as it was then, else None."""
+    try:
+        lines = data.decode("utf-8", "surrogateescape").split("\n")
+        if lines[0] != PLAN_HEADER or lines[-1] != "" or len(lines) < 4:
+            return None
+        programs, watched = lines[-3].split(" "), lines[-2].split(" ")
+        if programs[0] != "programs" or watched[0] != "watched":
+            return None
+        for line in lines[1:-3]:
+            size, mtime, path = line.split(" ", 2)
+            if size_mtime(path) != (int(size), int(mtime)):
                 return None
-        return Plan(frozenset(data[2]), tuple(data[3]))
-    except (OSError, ValueError, EOFError, TypeError, IndexError):
+        return Plan(frozenset(programs[1:]), tuple(w for w in watched[1:] if w))
+    except ValueError:
         return None
