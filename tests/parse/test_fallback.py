@@ -94,7 +94,7 @@ def test_bashlex_cache_is_used_and_written(tmp_path: Path) -> None:
     env = dict(os.environ, XDG_CACHE_HOME=str(tmp_path))
     first = subprocess.run([sys.executable, "-c", code], env=env, capture_output=True, text=True, cwd=REPO)
     assert first.returncode == 0, first.stderr
-    files = list((tmp_path / "guard").glob("bashlex-lr-*.marshal"))
+    files = list((tmp_path / "guard").glob("bashlex-lr-*.json"))
     assert len(files) == 1
     second = subprocess.run([sys.executable, "-c", code], env=env, capture_output=True, text=True, cwd=REPO)
     assert second.returncode == 0, second.stderr
@@ -121,7 +121,7 @@ def test_bashlex_caches_of_two_installs_do_not_evict_each_other(tmp_path: Path) 
     done = subprocess.run([sys.executable, "-c", code], env=env, capture_output=True, text=True, cwd=REPO)
     assert done.returncode == 0, done.stderr
     assert other.read_bytes() == b"tables of another install"
-    assert len(list((tmp_path / "guard").glob("bashlex-lr-*.marshal"))) == 2
+    assert len(list((tmp_path / "guard").glob("bashlex-lr-*.json"))) == 2
     assert b.cache_name(("a",)) != b.cache_name(("b",))
 
 
