@@ -458,7 +458,7 @@ class Walker:
                 ex.arith_text(a)
 
     def hooks(self, fr: Frame) -> Hooks:
-        return Hooks(lambda s, state: self.subst(s, state, fr), self.lex)
+        return Hooks(lambda s, state: self.subst(s, state, fr), self.lex, note=self.sink.note)
 
     def expand(self, w: Word, st: State, fr: Frame, refs: list[str] | None = None) -> list[str]:
         return expand_word(w, st, self.hooks(fr), refs)

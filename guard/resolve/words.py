@@ -69,12 +69,14 @@ class Hooks:
     runs a command substitution, the lexer for code inside a word, and the directory reader
     pathname expansion uses. The walker provides real ones; tests may pass lambdas."""
 
-    __slots__ = ("subst", "lex", "dirs")
+    __slots__ = ("subst", "lex", "dirs", "note")
 
-    def __init__(self, subst: SubstFn, lex: LexFn | None = None, dirs: Dirs = REAL_DIRS) -> None:
+    def __init__(self, subst: SubstFn, lex: LexFn | None = None, dirs: Dirs = REAL_DIRS,
+                 note: Callable[[str], None] | None = None) -> None:
         self.subst = subst
         self.lex = lex
         self.dirs = dirs
+        self.note = note  # says in ``unresolved`` what was not expanded and why
 
 
 def _hooks(subst: SubstFn | Hooks, lex: LexFn | None = None) -> Hooks:
@@ -302,18 +304,27 @@ class Expander:
             if p.arg is not None:
                 self.fields(p.arg, split=False)
             return UNKNOWN
-        if op in ("#", "##", "%", "%%"):
-            pat = self.pattern(p.arg) if p.arg is not None else re.compile("")
-            if pat is None:
-                return UNKNOWN
-            return _strip(value, pat, op)
-        if op in ("/", "//", "/#", "/%"):
-            pat_word, rep_word = _split_slash(p.arg)
-            pat = self.pattern(pat_word) if pat_word is not None else None
-            rep = self.one(rep_word) if rep_word is not None else ""
-            if pat is None or UNKNOWN in rep:
-                return UNKNOWN
-            return _replace(value, pat, rep, op)
+        try:
+            if op in ("#", "##", "%", "%%"):
+                pat = self.pattern(p.arg, reverse=op[0] == "%") if p.arg is not None else re.compile("")
+                if pat is None:
+                    return UNKNOWN
+                if op[0] == "%":  # a suffix is a prefix of the reversed value
+                    return _strip(value[::-1], pat, "#" * len(op))[::-1]
+                return _strip(value, pat, op)
+            if op in ("/", "//", "/#", "/%"):
+                pat_word, rep_word = _split_slash(p.arg)
+                pat = self.pattern(pat_word, reverse=op == "/%") if pat_word is not None else None
+                rep = self.one(rep_word) if rep_word is not None else ""
+                if pat is None or UNKNOWN in rep:
+                    return UNKNOWN
+                if op == "/%":
+                    return _replace(value[::-1], pat, rep[::-1], "/#")[::-1]
+                return _replace(value, pat, rep, op)
+        except _OverBudget:
+            if self.hooks.note is not None:
+                self.hooks.note(f"${{{p.name}{op}…}}: pattern matching past its step budget, value not expanded")
+            return UNKNOWN
         return UNKNOWN
 
     def slice_items(self, p: Param, base: _Val) -> _Val:
@@ -373,14 +384,15 @@ class Expander:
             return self.one(self.hooks.lex('"' + value.replace('"', '\\"') + '"'))
         return UNKNOWN
 
-    def pattern(self, word: Word | None) -> re.Pattern[str] | None:
-        """A bash pattern word (quoted parts literal) as a regex; None when it is unknown."""
+    def pattern(self, word: Word | None, reverse: bool = False) -> re.Pattern[str] | None:
+        """A bash pattern word (quoted parts literal) as a regex; None when it is unknown.
+        ``reverse``: the regex of the pattern read backwards (it matches reversed text)."""
         if word is None:
             return re.compile("")
         segs = self.segments(word)
         if any(UNKNOWN in t for t, _ in segs):
             return None
-        return pattern_regex(segs)
+        return pattern_regex(segs, reverse=reverse)
 
     # ------------------------------------------------------------------ words
 
@@ -619,14 +631,18 @@ _CLASSES = {
 }
 
 
-def pattern_regex(segs: list[Seg], slash: bool = True) -> re.Pattern[str]:
+def pattern_regex(segs: list[Seg], slash: bool = True, reverse: bool = False) -> re.Pattern[str]:
     """A bash pattern (``*``, ``?``, ``[…]``; protected text literal) as a compiled regex.
-    ``slash`` False makes the wildcards stop at ``/`` (pathname expansion)."""
+    ``slash`` False makes the wildcards stop at ``/`` (pathname expansion). ``reverse``: the
+    pattern read backwards, one atom at a time (it matches the reversed strings)."""
     any_char = "." if slash else "[^/]"
     out: list[str] = []
     for text, protected in segs:
         if protected:
-            out.append(re.escape(text))
+            if reverse:
+                out.extend(re.escape(c) for c in text)
+            else:
+                out.append(re.escape(text))
             continue
         i, n = 0, len(text)
         while i < n:
@@ -649,10 +665,13 @@ def pattern_regex(segs: list[Seg], slash: bool = True) -> re.Pattern[str]:
             else:
                 out.append(re.escape(c))
             i += 1
+    if reverse:
+        out.reverse()
     try:
         return re.compile("".join(out), re.S)
     except re.error:
-        return re.compile(re.escape("".join(t for t, _ in segs)), re.S)
+        text = "".join(t for t, _ in segs)
+        return re.compile(re.escape(text[::-1] if reverse else text), re.S)
 
 
 def _bracket(text: str, i: int) -> tuple[str | None, int]:
@@ -697,58 +716,125 @@ def _case(value: str, op: str, pat: re.Pattern[str] | None) -> str:
     return (conv(value[0]) if ok(value[0]) else value[0]) + value[1:] if value else value
 
 
+# Pattern removal and substitution (``${x#p}``, ``${x//p/r}``) on a known value: a pattern of one
+# width is tried once per place (linear); otherwise the regex's own match at the start is the
+# answer, greedy for the longest (for a glob, fixed-width atoms and ``.*``, that is the longest)
+# and lazy for the shortest, and a suffix is matched as a prefix of the reversed value with the
+# reversed pattern. Only ``/`` and ``//`` with a pattern of varying width try place after place:
+# they stop once the places tried add up to STEP_BUDGET characters, and say so (``_OverBudget``).
+STEP_BUDGET = 20_000_000
+
+
+class _OverBudget(Exception):
+    pass
+
+
+_widths: dict[tuple[str, int], tuple[int, int]] = {}
+_lazy: dict[tuple[str, int], re.Pattern[str]] = {}
+
+
+def _width(pat: re.Pattern[str]) -> tuple[int, int]:
+    """The least and most characters ``pat`` can match (most: a large number for ``.*``)."""
+    key = (pat.pattern, pat.flags)
+    w = _widths.get(key)
+    if w is None:
+        from re import _parser  # type: ignore[attr-defined]
+
+        try:
+            lo, hi = _parser.parse(pat.pattern, pat.flags).getwidth()
+        except Exception:  # noqa: BLE001 - unknown: treated as variable
+            lo, hi = 0, 1 << 30
+        w = _widths[key] = (lo, min(hi, 1 << 30))
+        if len(_widths) > 256:
+            _widths.clear()
+    return w
+
+
+def _shortest(pat: re.Pattern[str]) -> re.Pattern[str]:
+    """``pat`` with every ``.*`` lazy: its first match at a place is the shortest there."""
+    key = (pat.pattern, pat.flags)
+    lazy = _lazy.get(key)
+    if lazy is None:
+        lazy = _lazy[key] = re.compile(pat.pattern.replace(".*", ".*?"), pat.flags)
+        if len(_lazy) > 256:
+            _lazy.clear()
+    return lazy
+
+
+class _Steps:
+    __slots__ = ("left",)
+
+    def __init__(self) -> None:
+        self.left = STEP_BUDGET
+
+    def spend(self, n: int) -> None:
+        self.left -= n + 1
+        if self.left < 0:
+            raise _OverBudget
+
+
 def _strip(value: str, pat: re.Pattern[str], op: str) -> str:
     n = len(value)
-    if op in ("#", "##"):
-        rng = range(n + 1) if op == "#" else range(n, -1, -1)
-        for k in rng:
-            if pat.fullmatch(value[:k]):
-                return value[k:]
-        return value
-    rng = range(n, -1, -1) if op == "%" else range(n + 1)
+    lo, hi = _width(pat)
+    if lo == hi:  # one width: one place to try
+        if lo > n:
+            return value
+        if op in ("#", "##"):
+            return value[lo:] if pat.fullmatch(value, 0, lo) else value
+        return value[: n - lo] if pat.fullmatch(value, n - lo, n) else value
+    if op == "##":
+        m = pat.match(value)
+        return value[m.end():] if m else value
+    if op == "#":
+        m = _shortest(pat).match(value)
+        return value[m.end():] if m else value
+    steps = _Steps()
+    rng = range(n - lo, -1, -1) if op == "%" else range(n - lo + 1)
     for k in rng:
-        if pat.fullmatch(value[k:]):
+        steps.spend(n - k)
+        if pat.fullmatch(value, k, n):
             return value[:k]
     return value
 
 
 def _replace(value: str, pat: re.Pattern[str], rep: str, op: str) -> str:
     n = len(value)
+    lo, hi = _width(pat)
+    steps = _Steps()
     if op == "/#":
-        for k in range(n, -1, -1):
-            if pat.fullmatch(value[:k]):
-                return rep + value[k:]
-        return value
+        if lo == hi:
+            return rep + value[lo:] if lo <= n and pat.fullmatch(value, 0, lo) else value
+        m = pat.match(value)
+        return rep + value[m.end():] if m else value
     if op == "/%":
-        for k in range(n + 1):
-            if pat.fullmatch(value[k:]):
+        if lo == hi:
+            return value[: n - lo] + rep if lo <= n and pat.fullmatch(value, n - lo, n) else value
+        for k in range(n - lo + 1):
+            steps.spend(n - k)
+            if pat.fullmatch(value, k, n):
                 return value[:k] + rep
         return value
+    if hi == 0:  # only the empty string: bash replaces nothing
+        return value
     out: list[str] = []
-    i = 0
-    while i <= n:
-        hit = None
-        for k in range(n, i - 1, -1):  # longest match at i
-            if pat.fullmatch(value[i:k]):
-                hit = k
-                break
-        if hit is None or (hit == i and pat.pattern != ""):
-            if hit == i:  # an empty match: bash does not replace it
-                pass
-            if i < n:
-                out.append(value[i])
+    i = start = 0
+    fixed = lo == hi
+    while i < n:
+        if fixed:
+            hit = i + lo if i + lo <= n and pat.fullmatch(value, i, i + lo) else None
+        else:
+            steps.spend(n - i)
+            m = pat.match(value, i)  # greedy: the longest match at i
+            hit = m.end() if m else None
+        if hit is None or hit == i:  # no match here, or an empty one (bash does not replace it)
             i += 1
             continue
-        if hit == i:
-            if i < n:
-                out.append(value[i])
-            i += 1
-            continue
+        out.append(value[start:i])
         out.append(rep)
-        i = hit
+        i = start = hit
         if op == "/":
-            out.append(value[i:])
-            return "".join(out)
+            break
+    out.append(value[start:])
     return "".join(out)
 
 
