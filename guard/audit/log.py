@@ -237,8 +237,11 @@ def encode_record(record: Mapping[str, Any]) -> bytes:
 def _dumps(rec: Mapping[str, Any]) -> bytes:
     import json
 
-    text = json.dumps(rec, ensure_ascii=False, separators=(",", ":"), default=str)
-    # A lone surrogate becomes the JSON escape \udcXX, which any JSON reader accepts.
+    from guard.text.display import json_inert
+
+    # C1 controls, bidi overrides, lone surrogates … as JSON escapes: the file shows no control
+    # to whoever reads it in a terminal, and a JSON reader gets the same strings back
+    text = json_inert(json.dumps(rec, ensure_ascii=False, separators=(",", ":"), default=str))
     return text.encode("utf-8", "backslashreplace") + b"\n"
 
 
@@ -296,13 +299,13 @@ _OPEN_FLAGS = os.O_WRONLY | os.O_APPEND | os.O_CREAT | getattr(os, "O_CLOEXEC", 
 def _write_line(path: str, data: bytes) -> int:
     """Write ``data`` with one write() on an O_APPEND descriptor; the file's size after it."""
     try:
-        fd = os.open(path, _OPEN_FLAGS, 0o644)
+        fd = os.open(path, _OPEN_FLAGS, 0o600)
     except FileNotFoundError:
         parent = os.path.dirname(path)
         if not parent:
             raise
-        os.makedirs(parent, exist_ok=True)
-        fd = os.open(path, _OPEN_FLAGS, 0o644)
+        os.makedirs(parent, mode=0o700, exist_ok=True)
+        fd = os.open(path, _OPEN_FLAGS, 0o600)
     try:
         written = os.write(fd, data)
         if written != len(data):
@@ -325,7 +328,7 @@ def rotate(path: str, max_bytes: int, keep: int) -> bool:
     """
     import fcntl
 
-    lock = os.open(path + ".lock", os.O_WRONLY | os.O_CREAT | getattr(os, "O_CLOEXEC", 0), 0o644)
+    lock = os.open(path + ".lock", os.O_WRONLY | os.O_CREAT | getattr(os, "O_CLOEXEC", 0), 0o600)
     try:
         try:
             fcntl.flock(lock, fcntl.LOCK_EX | fcntl.LOCK_NB)

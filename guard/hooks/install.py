@@ -304,16 +304,33 @@ def read_settings(path: str) -> dict[str, Any]:
     return data
 
 
+FOLDER_MODE = 0o755  # a folder install creates (whatever the umask)
+FILE_MODE = 0o644  # a settings file install creates; an existing one keeps its mode
+
+
+def _make_folders(folder: str) -> None:
+    missing = []
+    while folder and not os.path.isdir(folder):
+        missing.append(folder)
+        folder = os.path.dirname(folder.rstrip("/"))
+    for f in reversed(missing):
+        os.mkdir(f, FOLDER_MODE)
+        os.chmod(f, FOLDER_MODE)
+
+
 def write_text(path: str, text: str) -> None:
-    """Replace ``path`` atomically, keeping its permissions."""
+    """Replace ``path`` atomically, keeping its permissions. A symbolic link stays one: the file
+    it points to is the one rewritten."""
+    if os.path.islink(path):
+        path = os.path.realpath(path)
     folder = os.path.dirname(path) or "."
-    os.makedirs(folder, exist_ok=True)
+    _make_folders(folder)
     try:
         mode = os.stat(path).st_mode & 0o7777
     except FileNotFoundError:
-        mode = 0o644
-    tmp = os.path.join(folder, f".{os.path.basename(path)}.guard-{os.getpid()}")
-    fd = os.open(tmp, os.O_WRONLY | os.O_CREAT | os.O_TRUNC, mode)
+        mode = FILE_MODE
+    tmp = os.path.join(folder, f".{os.path.basename(path)}.guard-{os.getpid()}-{os.urandom(4).hex()}")
+    fd = os.open(tmp, os.O_WRONLY | os.O_CREAT | os.O_EXCL | os.O_NOFOLLOW, 0o600)
     try:
         with os.fdopen(fd, "w", encoding="utf-8") as fh:
             fh.write(text)

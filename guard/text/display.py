@@ -83,3 +83,17 @@ def message(text: str, limit: int = MESSAGE_MAX) -> str:
     from guard.text.redact import redact
 
     return elide(inert(redact(text)), limit)
+
+
+def _json_escape(m: re.Match[str]) -> str:
+    code = ord(m.group(0))
+    if code < 0x10000:
+        return f"\\u{code:04x}"
+    code -= 0x10000
+    return f"\\u{0xD800 + (code >> 10):04x}\\u{0xDC00 + (code & 0x3FF):04x}"
+
+
+def json_inert(text: str) -> str:
+    """JSON text (``json.dumps`` output) with every character ``inert`` would escape written as
+    a JSON ``\\u`` escape: the file shows no control to a terminal, a reader gets the same data."""
+    return _UNSAFE.sub(_json_escape, text)
