@@ -19,8 +19,8 @@ from guard.ir import UNKNOWN, Verdict, over_budget
 from guard.record import dataclass
 from guard.system import budget
 from guard.system.fdio import Lines, write_all
-from guard.text.display import inert, message
-from guard.text.redact import redact, redact_known, secret_values
+from guard.text.display import inert, json_inert, message
+from guard.text.redact import redact, redact_known, secret_values, secrets_in
 
 EXIT_ALLOW, EXIT_REFUSE, EXIT_USAGE = 0, 1, 2
 
@@ -29,13 +29,19 @@ def _show(s: str) -> str:
     return redact(s.replace(UNKNOWN, "…"))
 
 
-def _redactor(v: Verdict) -> Any:
-    """How ``v``'s strings are shown: redacted, by shape and by the credentials its argvs hold
-    by position (``-u user:pass``); as they are when that changes nothing (one pass over all)."""
-    secrets = [s for i in v.invocations for s in secret_values(i.argv)]
+def _secrets(v: Verdict, command: str | None) -> list[str]:
+    """The credentials of a command as its outputs must not repeat them: those its argvs hold by
+    position (``-u user:pass``) and those its text holds (``redact``), with their pieces."""
+    return [s for i in v.invocations for s in secret_values(i.argv)] + secrets_in(command or "")
+
+
+def _redactor(v: Verdict, command: str | None = None) -> Any:
+    """How ``v``'s strings are shown: redacted, by shape and by ``_secrets``; as they are when
+    that changes nothing (one pass over all)."""
+    secrets = _secrets(v, command)
     strings = [x for i in v.invocations for x in (i.program, i.cwd, *i.argv, *i.via)]
     strings.extend(v.unresolved)
-    joined = "\0".join(strings)
+    joined = "\n".join(strings)
     if not secrets and redact(joined) == joined:
         return _plain
     return lambda s: redact(redact_known(s.replace(UNKNOWN, "…"), secrets))
@@ -45,13 +51,13 @@ def _plain(s: str) -> str:
     return s.replace(UNKNOWN, "…")
 
 
-def verdict_json(v: Verdict, id_: Any = None, with_id: bool = False) -> dict[str, Any]:
+def verdict_json(v: Verdict, id_: Any = None, with_id: bool = False, command: str | None = None) -> dict[str, Any]:
     """The verdict as data. What it repeats of the command is redacted (one pass over all of it
     when nothing needs it: most commands hold no secret)."""
     out: dict[str, Any] = {}
     if with_id:
         out["id"] = id_
-    show = _redactor(v)
+    show = _redactor(v, command)
     out.update(
         verdict=v.verdict,
         category=v.category,
@@ -254,7 +260,7 @@ def cmd_check(argv: list[str]) -> int:
         return EXIT_USAGE
     res.pop("id", None)
     if ns.json:
-        print(json.dumps(res, ensure_ascii=False))
+        print(json_inert(json.dumps(res, ensure_ascii=False)))
     elif res["verdict"] == "refuse" or res.get("action") == "warn":
         print(res["message"])
     elif res.get("action") == "observe":
@@ -349,7 +355,7 @@ def _handle_line(raw: bytes, ctx: Context) -> bytes:
         # no shell ever sees a NUL in a command: argv ends at one, and bash drops them from what
         # it reads; the analysis sees what is left
         v = analyze(obj["command"].replace("\0", ""), lctx)
-        res = verdict_json(v, id_, has_id)
+        res = verdict_json(v, id_, has_id, obj["command"])
         cut = over_budget(v) if _fail_closed(ctx) else None
         if cut is not None:  # a budget stopped the analysis: refused under GUARD_FAIL=closed
             res.update(verdict="refuse", category="internal-error",
@@ -372,10 +378,9 @@ _ENCODE = json.JSONEncoder(ensure_ascii=False).encode
 
 
 def _dumps(res: dict[str, Any]) -> bytes:
-    try:
-        return _ENCODE(res).encode("utf-8")
-    except UnicodeEncodeError:  # a lone surrogate: escaped instead
-        return json.dumps(res).encode("ascii")
+    """One answer line; a character a terminal could act on (C1, bidi, a lone surrogate) is
+    written as its JSON escape, so the line is inert on a terminal and reads back the same."""
+    return json_inert(_ENCODE(res)).encode("utf-8")
 
 
 _ID = re.compile(rb'"id"\s*:\s*')
@@ -540,10 +545,9 @@ def cmd_explain(argv: list[str]) -> int:
     command = " ".join(ns.command) if len(ns.command) > 1 else ns.command[0]
     ex = explanation(command, ctx)
     if ns.json:
-        print(json.dumps(explain_json(ex), ensure_ascii=False))
+        print(json_inert(json.dumps(explain_json(ex), ensure_ascii=False)))
     else:  # what it repeats of the command: redacted, and inert on a terminal
-        secrets = [s for i in ex.verdict.invocations for s in secret_values(i.argv)]
-        text = redact(redact_known(explain_text(ex), secrets))
+        text = redact(redact_known(explain_text(ex), _secrets(ex.verdict, ex.command)))
         print("\n".join(inert(line) for line in text.split("\n")))
     return EXIT_ALLOW
 
@@ -643,13 +647,12 @@ def _wrapped(head: str, items: list[str], width: int = 100) -> list[str]:
 
 def explain_json(ex: Explanation) -> dict[str, Any]:
     out: dict[str, Any] = {"command": ex.command, "cwd": ex.ctx.cwd, "trees": list(ex.ctx.trees)}
-    out.update(verdict_json(ex.verdict))
+    out.update(verdict_json(ex.verdict, command=ex.command))
     out["parser"] = ex.parser
     out["parse_error"] = ex.parse_error
     for inv, facts in zip(out["invocations"], ex.facts, strict=True):
         inv["facts"] = facts
-    secrets = [s for i in ex.verdict.invocations for s in secret_values(i.argv)]
-    return _redacted(out, secrets)
+    return _redacted(out, _secrets(ex.verdict, ex.command))
 
 
 def _redacted(value: Any, secrets: list[str]) -> Any:

@@ -64,7 +64,7 @@ def tool_arguments(message: str, tool: str | None) -> dict[str, Any]:
     return out
 
 
-def structured(verdict: object, message: str) -> dict[str, Any]:
+def structured(verdict: object, message: str, command: str = "") -> dict[str, Any]:
     """guard's answer as data: category, rule, the tool and its arguments, what was matched."""
     tool = getattr(verdict, "tool", None)
     out: dict[str, Any] = {
@@ -77,14 +77,17 @@ def structured(verdict: object, message: str) -> dict[str, Any]:
     matched = getattr(verdict, "matched", None)
     if matched is not None:
         from guard.text.display import elide, inert
-        from guard.text.redact import redact, redact_argv
+        from guard.text.redact import redact, redact_argv, redact_known, secrets_in
+
+        secrets = secrets_in(command)
 
         # what the matched invocation said, as a message would repeat it: no credential, no
         # control character, no word past the cap
         out["matched"] = {
             "program": inert(matched.program),
-            "argv": [elide(inert(a.replace("\x00", "…")), 200) for a in redact_argv(matched.argv[:32])],
-            "via": [elide(inert(redact(v)), 200) for v in matched.via],
+            "argv": [elide(inert(redact_known(a.replace("\x00", "…"), secrets)), 200)
+                     for a in redact_argv(matched.argv[:32])],
+            "via": [elide(inert(redact(redact_known(v, secrets))), 200) for v in matched.via],
         }
     return out
 
@@ -162,8 +165,9 @@ def answer(host: Host, payload: Any, env: Mapping[str, str]) -> Answer:
             sys.stderr.write(said)
         return host.allow
     if served is not None and host.name not in STRUCTURED:  # the server's refusal is the whole answer
-        message = served[1].decode("utf-8", "replace").strip() or "guard: command refused"
-        return host.deny(Refusal(message, {}))
+        from guard.text.display import message as tidy
+
+        return host.deny(Refusal(tidy(served[1].decode("utf-8", "replace").strip() or "guard: command refused"), {}))
     from guard.shell.decide import analysis_text, decide
 
     # in-process: every command when there is no server; a refusal the server found (and
@@ -173,7 +177,7 @@ def answer(host: Host, payload: Any, env: Mapping[str, str]) -> Answer:
         from guard.text.display import message as tidy
 
         text = tidy(served[1].decode("utf-8", "replace").strip() or "guard: command refused")
-        return host.deny(Refusal(text, structured(decision.verdict, text)))
+        return host.deny(Refusal(text, structured(decision.verdict, text, call.command)))
     if decision.action != "refuse":
         trial = getattr(decision.verdict, "action", None)
         if trial in ("warn", "observe"):
@@ -189,7 +193,7 @@ def answer(host: Host, payload: Any, env: Mapping[str, str]) -> Answer:
 
     text = tidy(decision.message or "guard: command refused")
     record(host, call, decision, cwd, env)
-    return host.deny(Refusal(text, structured(decision.verdict, text)))
+    return host.deny(Refusal(text, structured(decision.verdict, text, call.command)))
 
 
 def _plain(command: str, env: Mapping[str, str]) -> bool:

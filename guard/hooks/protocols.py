@@ -91,7 +91,11 @@ def _opt(value: object) -> str | None:
 
 
 def _dumps(obj: object) -> str:
-    return json.dumps(obj, ensure_ascii=False)
+    from guard.text.display import json_inert
+
+    # C1 controls, bidi overrides and lone surrogates as JSON escapes: the same strings to the
+    # host, nothing raw for a terminal that shows the hook's output
+    return json_inert(json.dumps(obj, ensure_ascii=False))
 
 
 def _context(r: Refusal) -> str:

@@ -15,6 +15,7 @@ from guard.ruleset.actions import STRENGTH, WARNING, effective, mode_of
 from guard.ruleset.derived import Derived, derived
 from guard.ruleset.model import RuleSet, per_set
 from guard.ruleset.programs import spec_for
+from guard.text.redact import redact_known, redact_url, secrets_in
 
 
 def effective_context(ctx: Context, rs: RuleSet) -> Context:
@@ -159,6 +160,9 @@ def classify(script: Script, res: Resolution, ctx: Context, rs: RuleSet) -> Verd
     fills = [(h.inv, h.facts) for h in sorted(hits, key=lambda h: h.index) if tool and h.rule.get("tool") == tool]
     message = render(rule, inv, facts, ctx, rs.config, _what(inv, facts, world.programs), unknown=unknown,
                      others=others, scanned=script.parser == "scan", fills=fills or None)
+    secrets = secrets_in(script.source)  # pieces of a credential the parser handed on apart
+    if secrets:
+        message = redact_known(message, secrets)
     if action == "warn":  # the command runs: the agent reads the route, not a refusal
         message = WARNING + message.removeprefix("Refused: ").replace(" Also refused: ", " Also: ")
     return Verdict(
@@ -327,7 +331,7 @@ def _what(inv: Invocation, facts: dict, programs: dict | None = None) -> str:
             text += f" {facts['action']}"
     elif "http_method" in facts and facts.get("url"):
         name = "an HTTP" if prog == "<http>" else prog
-        text = f"{name} {facts['http_method']} {facts['url']}"
+        text = f"{name} {facts['http_method']} {redact_url(facts['url'])}"
     elif prog == "<env-read>":
         text = f"reading {inv.argv[1] if len(inv.argv) > 1 else 'the environment'}"
     else:

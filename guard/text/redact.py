@@ -205,6 +205,10 @@ def _patterns() -> list[tuple[tuple[str, ...], re.Pattern[str], Repl]]:
 
 def redact(text: str) -> str:
     """``text`` with every recognised secret replaced by a ``[REDACTED]`` marker."""
+    return _redact(text, None)
+
+
+def _redact(text: str, removed: list[str] | None) -> str:
     if not text:
         return text
     out = text
@@ -216,8 +220,49 @@ def redact(text: str) -> str:
             if hit is None:
                 hit = present[t] = t in low
             if hit:
-                out = pattern.sub(repl, out)
+                out = pattern.sub(repl if removed is None else _noting(repl, removed), out)
                 break
+    return out
+
+
+def _noting(repl: Repl, removed: list[str]) -> Callable[[re.Match[str]], str]:
+    """``repl`` that also adds to ``removed`` what it takes out of each match."""
+
+    def sub(m: re.Match[str]) -> str:
+        new = repl(m) if callable(repl) else m.expand(repl)
+        old = m.group(0)
+        a = 0
+        while a < min(len(old), len(new)) and old[a] == new[a]:
+            a += 1
+        b = 0
+        while b < min(len(old), len(new)) - a and old[-1 - b] == new[-1 - b]:
+            b += 1
+        gone = old[a : len(old) - b]
+        if gone:
+            removed.append(gone)
+        return new
+
+    return sub
+
+
+_PIECES = re.compile(r"\\\n|['\"]+")
+
+
+def secrets_in(text: str) -> list[str]:
+    """The credentials ``redact`` finds in ``text``, each also in the pieces quotes or a
+    backslash-newline split it into (a parser, like the shell, may hand them on apart). What
+    repeats parts of a command redacts these too (``redact_known``): ``-uuser:PASS`` or a
+    token split by a line continuation may reach an output as words of their own."""
+    if not text:
+        return []
+    removed: list[str] = []
+    _redact(text, removed)
+    out: list[str] = []
+    for r in removed:
+        if MARK in r:
+            continue
+        out.append(r)
+        out.extend(p for p in _PIECES.split(r) if len(p) >= 4 and p != r)
     return out
 
 
@@ -258,6 +303,14 @@ def secret_values(argv: list[str] | tuple[str, ...]) -> list[str]:
     """The words of ``argv`` (or the parts of them) that are credentials by their position:
     the password of ``-u user:pass``, the value of ``--token X``, of a credential header."""
     out: list[str] = []
+    for word in argv:  # scheme://user:password@host…, whatever the password holds
+        scheme, sep, rest = word.partition("://")
+        if sep and "@" in rest:
+            authority = re.split(r"[/?#]", rest, maxsplit=1)[0]
+            user, at, _ = authority.rpartition("@")
+            password = user.partition(":")[2] if at else ""
+            if len(password) >= 4 and _literal(password):
+                out.append(password)
     for flag, value in zip(argv, argv[1:], strict=False):
         if not _literal(value):
             continue
