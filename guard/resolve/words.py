@@ -814,6 +814,8 @@ def _replace(value: str, pat: re.Pattern[str], rep: str, op: str) -> str:
             if pat.fullmatch(value, k, n):
                 return value[:k] + rep
         return value
+    if n == 0:  # bash replaces an empty value that the pattern matches
+        return rep if pat.fullmatch("") else value
     if hi == 0:  # only the empty string: bash replaces nothing
         return value
     out: list[str] = []
