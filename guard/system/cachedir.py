@@ -118,16 +118,17 @@ def read_private(path: str, link_in_folder: bool = False) -> "bytes | None":
                 if st.st_mode & _S_IFMT == _S_IFREG:
                     _say_once(path)
                 return None
+            if st.st_size > READ_MAX:
+                return None
             chunks = []
-            left = min(st.st_size, READ_MAX) + 1
-            while left > 0:
-                chunk = posix.read(fd, min(left, 1 << 20))
+            got = 0
+            while got < st.st_size:  # one read for a file of the size fstat gave
+                chunk = posix.read(fd, st.st_size - got)
                 if not chunk:
                     break
                 chunks.append(chunk)
-                left -= len(chunk)
-            data = b"".join(chunks)
-            return data if len(data) <= READ_MAX else None
+                got += len(chunk)
+            return chunks[0] if len(chunks) == 1 else b"".join(chunks)
         finally:
             posix.close(fd)
     except (OSError, ValueError):
