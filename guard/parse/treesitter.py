@@ -35,7 +35,15 @@ from guard.ir import (
 )
 from guard.parse._ts_loader import get_parser  # loads tree-sitter on the first call, not here
 from guard.parse.nested import reparse
-from guard.parse.words import _Lexer, decode_ansi_c, lex_word, merge_lits, unescape_dquoted, unescape_unquoted
+from guard.parse.words import (
+    _PATTERN_OPS,
+    _Lexer,
+    decode_ansi_c,
+    lex_word,
+    merge_lits,
+    unescape_dquoted,
+    unescape_unquoted,
+)
 from guard.record import replace
 
 TYPE_CHECKING = False
@@ -822,6 +830,10 @@ class _Lower:
                 cursor = c.end_byte
             if arg_end > cursor:
                 parts.append(Lit(unescape_unquoted(self.span(cursor, arg_end)), quoted))
+            if quoted and op in _PATTERN_OPS:
+                # a pattern is read as unquoted text even inside double quotes, as bash reads it:
+                # its wildcards match, its quotes and backslashes quote
+                parts = list(_Lexer(self.span(arg_start, arg_end), self.base + self.ch(arg_start), self.sub).lex())
             arg = Word(self.span(arg_start, arg_end), merge_lits(parts),
                        (self.base + self.ch(arg_start), self.base + self.ch(arg_end)))
         if length and not name:

@@ -28,6 +28,7 @@ _NAME_CHARS = _NAME_START + "0123456789"
 # Longest first: the first match wins.
 _PARAM_OPS = (":-", ":=", ":?", ":+", "##", "%%", "//", "/#", "/%", "^^", ",,",
               "-", "=", "?", "+", "#", "%", "/", "^", ",", "@", ":")
+_PATTERN_OPS = frozenset(("#", "##", "%", "%%", "/", "//", "/#", "/%", "^", "^^", ",", ",,"))
 
 
 def _chr(code: int) -> str:
@@ -383,7 +384,10 @@ class _Lexer:
                 j += len(rest_op)
                 raw = body[j:]
                 if raw or rest_op in (":-", "-", ":=", "=", ":?", "?", ":+", "+"):
-                    parts = _Lexer(raw, self.base + off + j, self.sub).lex(quoted_ctx=quoted)
+                    # a pattern (``"${c#?}"``, ``"${c//a*/b}"``) is read as unquoted text even
+                    # inside double quotes, as bash reads it: its wildcards match, its quotes quote
+                    in_quotes = quoted and rest_op not in _PATTERN_OPS
+                    parts = _Lexer(raw, self.base + off + j, self.sub).lex(quoted_ctx=in_quotes)
                     arg = Word(raw=raw, parts=parts, pos=(self.base + off + j, self.base + off + n))
         if not name:
             name = UNKNOWN

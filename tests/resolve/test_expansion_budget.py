@@ -68,3 +68,20 @@ def test_the_values_are_bashs(value: str) -> None:
     want = out[1:-1].split("><")
     got, notes, _ = _printed(script)
     assert got == want and not notes, [(w, g, b) for w, g, b in zip(WORDS, got, want, strict=True) if g != b]
+
+
+@pytest.mark.skipif(shutil.which("bash") is None, reason="bash is not installed")
+@pytest.mark.parametrize("value", VALUES)
+def test_a_pattern_inside_double_quotes_is_a_pattern(value: str) -> None:
+    """``"${c#?}"``: bash reads the pattern as unquoted text even inside double quotes (its
+    wildcards match, its own quotes and backslashes quote); guard read it as literal text, so
+    ``c=xgit; "${c#?}" push`` ran git push unrefused."""
+    words = " ".join(f'"{w}"' for w in [*WORDS, "${v#\\?}", "${v#\'a\'}", '${v/#"a"/Z}'])
+    script = f"v='{value}'; printf '<%s>' {words}"
+    out = subprocess.run(["bash", "-c", script], capture_output=True, text=True, check=True).stdout
+    got, notes, _ = _printed(script)
+    assert got == out[1:-1].split("><") and not notes
+
+
+def test_a_quoted_pattern_does_not_hide_git_push() -> None:
+    assert analyze('c=xgit; "${c#?}" push origin main', CTX).verdict == "refuse"
