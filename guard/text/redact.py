@@ -31,6 +31,10 @@ MARK = "[REDACTED]"
 _NOT_LITERAL = ("$", "`", "<", MARK)
 
 _SECRET_WORDS = ("token", "passw", "secret", "key", "credential", "passphrase")
+_HEADER_WORDS = ("auth", "token", "key", "secret", "cookie", "signature", "passw", "credential")
+_HEADER_WORD = r"(?:auth|token|key|apikey|secret|cookie|signature|password|passwd|credentials?)"
+_HEADER_NAME = (rf"(?:(?:[a-z0-9]+-)+{_HEADER_WORD}(?:-[a-z0-9]+)*|{_HEADER_WORD}(?:-[a-z0-9]+)+|cookie)"
+                r"(?![a-z0-9-])")
 _SECRET_NAME = (
     r"[A-Za-z0-9_.-]{0,64}?(?:token|passwd|password|passphrase|secret|api[_-]?key|apikey|"
     r"access[_-]?key|private[_-]?key|client[_-]?secret|credentials?|auth[_-]?key)[A-Za-z0-9_.-]{0,64}"
@@ -105,9 +109,13 @@ def _sub_flag(m: re.Match[str]) -> str:
 
 def _sub_assign(m: re.Match[str]) -> str:
     name, sep, quote, value = m.group(1), m.group(2), m.group(3), m.group(4)
-    if not _literal(value):
+    if not _literal(value) or _COUNTED.search(name):
         return m.group(0)
     return f"{name}{sep}{quote}{MARK}"
+
+
+# names that hold a count or a tool, not a credential: max_tokens=512, tokenizer = …
+_COUNTED = re.compile(r"(?i)tokens$|tokeniz")
 
 
 # (triggers: lower-case substrings one of which must occur, pattern, flags, replacement), in the
@@ -159,18 +167,18 @@ _TABLE: tuple[tuple[tuple[str, ...], str, int, Repl], ...] = (
     (("-u", "--user"), r"((?<!\S)(?:-u|--user)(?:\s+|=)?[^\s:'\"]*:')([^']+)", 0, _sub_user),
     (("-u", "--user"), r"((?<!\S)(?:-u|--user)(?:\s+|=)?[^\s:'\"]*:\")([^\"]+)", 0, _sub_user),
     (("-u", "--user"), r"((?<!\S)(?:-u|--user)(?:\s+|=)?[^\s:'\"]*:)([^\s'\"]+)", 0, _sub_user),
-    # custom credential headers: -H 'X-Api-Auth: value', httpie's X-Api-Auth:value
+    # custom credential headers: -H 'X-Api-Auth: value', httpie's X-Api-Auth:value. The credential
+    # word is a whole part of a hyphenated name (X-Auth-Token, Private-Token, X-Api-Key), never
+    # part of a word (Co-Authored-By), or the name is Cookie.
     (
-        ("auth", "token", "key", "secret", "session", "cookie", "signature", "passw", "credential"),
-        r"(?i)((?<=['\"])[a-z0-9-]{0,64}(?:auth|token|key|secret|session|cookie|signature|passw|credential)"
-        r"[a-z0-9-]{0,64}\s*:\s*)(?!\[REDACTED)([^\s'\"][^'\"\r\n]*)(?=['\"])",
+        _HEADER_WORDS,
+        r"(?i)((?<=['\"])" + _HEADER_NAME + r"\s*:\s*)(?!\[REDACTED)([^\s'\"][^'\"\r\n]*)(?=['\"])",
         0,
         _sub_header,
     ),
     (
-        ("auth", "token", "key", "secret", "session", "cookie", "signature", "passw", "credential"),
-        r"(?i)((?<![\w-])x-[a-z0-9-]{0,64}(?:auth|token|key|secret|session|cookie|signature|passw|credential)"
-        r"[a-z0-9-]{0,64}:\s*)(?!\[REDACTED)([^\s'\"]+)",
+        _HEADER_WORDS,
+        r"(?i)((?<![\w-])" + _HEADER_NAME + r":\s*)(?!\[REDACTED)([^\s'\"]+)",
         0,
         _sub_header,
     ),
@@ -261,9 +269,13 @@ def secrets_in(text: str) -> list[str]:
     for r in removed:
         if MARK in r:
             continue
-        out.append(r)
-        out.extend(p for p in _PIECES.split(r) if len(p) >= 4 and p != r)
+        out.extend(p for p in {r, *_PIECES.split(r)} if _worth(p))
     return out
+
+
+def _worth(piece: str) -> bool:
+    """A piece long and wordy enough that masking it everywhere masks that credential only."""
+    return len(piece) >= 6 and sum(c.isalnum() for c in piece) >= 4
 
 
 def _strip_userinfo(url: str) -> str:
