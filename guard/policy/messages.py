@@ -3,7 +3,7 @@ with its arguments, and for publishing the route of this thread. Stable for the 
 
 A message repeats parts of the command, so it leaves here as ``guard.text.display.message``
 makes it: no credential (a URL filled into a tool call loses its user-info and secret
-parameters), no control character, no word past 80 characters, at most 600 characters."""
+parameters), no control character, no word past 200 characters, at most 1,000 characters."""
 
 from __future__ import annotations
 

@@ -56,10 +56,13 @@ def show(text: object, width: int = 0) -> str:
     return clip(inert(text), width)
 
 
-# A message guard writes for a model or a person (docs/behaviour.md §6 aims at 600 characters): a word longer
-# than WORD_MAX (a URL, a base64 blob) keeps its two ends, and the whole is cut at MESSAGE_MAX.
-MESSAGE_MAX = 600
-WORD_MAX = 80
+# A message guard writes for a model or a person: a word longer than WORD_MAX (a URL, a base64
+# blob) keeps its two ends, and the whole is cut at MESSAGE_MAX, which no input can push a message
+# past. Rule messages aim at 600 characters (docs/behaviour.md §6); the cap leaves room for the
+# tool calls filled from a command (a git add of many files reaches 784 on the shared corpus),
+# which a cut would make wrong.
+MESSAGE_MAX = 1000
+WORD_MAX = 200
 _LONG_WORD = re.compile(rf"\S{{{WORD_MAX + 1},}}")
 
 

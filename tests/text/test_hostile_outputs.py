@@ -1,7 +1,7 @@
 """The hostile corpus (fixtures/hostile/commands.jsonl) through every output path of guard: no
 output repeats a credential of the command, holds a raw control character (ESC, BEL, C1, a bidi
-override or isolate, a zero-width character, a lone surrogate), or a message longer than 600
-characters (issue 37, findings 2, 4, 5, 7 and 8).
+override or isolate, a zero-width character, a lone surrogate), or a message past the cap
+(``guard.text.display.MESSAGE_MAX``; issue 37, findings 2, 4, 5, 7 and 8).
 
 The paths: ``guard check`` (text, ``--json``, ``--jsonl``), ``guard explain`` (text, ``--json``),
 ``guard hook`` for each host (stdout and stderr), the audit log those hooks write, ``guard audit``
@@ -20,6 +20,7 @@ from typing import Any
 
 import pytest
 
+from guard.text.display import MESSAGE_MAX
 from tests.conftest import REPO, guard_bin
 
 CORPUS: list[dict[str, Any]] = [
@@ -29,7 +30,6 @@ HOSTS = ("claude", "codex", "gemini", "cursor", "copilot", "opencode")
 # What no output may hold raw: C0 but newline and tab, DEL, C1, bidi overrides and isolates,
 # zero-width characters, lone surrogates.
 RAW = re.compile("[\x00-\x08\x0b-\x1f\x7f-\x9f\u200b-\u200f\u202a-\u202e\u2066-\u2069\ud800-\udfff]")
-MESSAGE_MAX = 600
 
 
 def _payload(host: str, command: str, cwd: str) -> dict[str, Any]:
