@@ -78,7 +78,7 @@ def run(argv):
     p = subprocess.run(guard_cmd() + ["check", "--jsonl", "--json"], input=stdin,
                        capture_output=True, text=True, env=env, cwd=ROOT)
     if p.returncode != 0:
-        sys.exit("guard check --jsonl failed (%d): %s" % (p.returncode, p.stderr[-2000:]))
+        sys.exit(f"guard check --jsonl failed ({p.returncode}): {p.stderr[-2000:]}")
     verdicts = {}
     for line in p.stdout.splitlines():
         v = json.loads(line)
@@ -108,16 +108,15 @@ def run(argv):
     for name, fam in report.items():
         tot[0] += fam["cases"]
         tot[1] += fam["right"]
-        print("%-12s %3d cases  first try %5.1f %%  (refusals caught %d/%d, allows kept %d/%d)" % (
-            name, fam["cases"], 100.0 * fam["right"] / fam["cases"], fam["caught"], fam["refuse"],
-            fam["kept"], fam["allow"]))
-    print("%-12s %3d cases  first try %5.1f %%" % ("all", tot[0], 100.0 * tot[1] / max(tot[0], 1)))
-    for name, fam in report.items():
+        print(f"{name:<12} {fam['cases']:3d} cases  first try {100.0 * fam['right'] / fam['cases']:5.1f} %  "
+              f"(refusals caught {fam['caught']}/{fam['refuse']}, allows kept {fam['kept']}/{fam['allow']})")
+    print(f"{'all':<12} {tot[0]:3d} cases  first try {100.0 * tot[1] / max(tot[0], 1):5.1f} %")
+    for fam in report.values():
         for m in fam["misses"]:
-            print("\nMISS %s (%s; label %s, checked %s): guard %s%s" % (
+            print("\nMISS {} ({}; label {}, checked {}): guard {}{}".format(
                 m["id"], m["kind"], m["label"], m["checked"], m["got"],
-                " [%s/%s]" % (m["category"], m["rule"]) if m["got"] == "refuse" else
-                (" unresolved=%s" % m["unresolved"] if m["unresolved"] else "")))
+                " [{}/{}]".format(m["category"], m["rule"]) if m["got"] == "refuse" else
+                (" unresolved={}".format(m["unresolved"]) if m["unresolved"] else "")))
             print("  $ " + m["command"].replace("\n", "\n    "))
             print("  why: " + m["why"])
 

@@ -160,13 +160,20 @@ def judge_git(cwd, gdir, gwork, argv, tree):
     while i < len(argv) and argv[i].startswith("-"):
         a = argv[i]
         if a == "-C":
-            ctx_c = os.path.join(ctx_c, argv[i + 1]); i += 2; continue
+            ctx_c = os.path.join(ctx_c, argv[i + 1])
+            i += 2
+            continue
         if a == "-c":
-            i += 2; continue
+            i += 2
+            continue
         if a.startswith("--git-dir"):
-            opt_gd = a.split("=", 1)[1] if "=" in a else argv[i + 1]; i += 1 if "=" in a else 2; continue
+            opt_gd = a.split("=", 1)[1] if "=" in a else argv[i + 1]
+            i += 1 if "=" in a else 2
+            continue
         if a.startswith("--work-tree"):
-            opt_wt = a.split("=", 1)[1] if "=" in a else argv[i + 1]; i += 1 if "=" in a else 2; continue
+            opt_wt = a.split("=", 1)[1] if "=" in a else argv[i + 1]
+            i += 1 if "=" in a else 2
+            continue
         if a in ("--version", "--help", "-h", "--exec-path"):
             return None
         i += 1
@@ -176,9 +183,9 @@ def judge_git(cwd, gdir, gwork, argv, tree):
     if sub in ("help", "version") or "--help" in rest or "-h" in rest:
         return None
     if sub in ("push", "send-email"):
-        return "git %s (publish, anywhere)" % sub
+        return f"git {sub} (publish, anywhere)"
     if sub == "credential" or (sub == "config" and any("credential" in r for r in rest)):
-        return "git %s (token-search)" % sub
+        return f"git {sub} (token-search)"
     if sub == "ls-remote" and any("://" in r or "@" in r for r in rest):
         return None
     if sub in ("diff", "grep") and "--no-index" in rest:
@@ -192,7 +199,7 @@ def judge_git(cwd, gdir, gwork, argv, tree):
     ctx = wt or gd or ctx_c
     ctx = os.path.join(ctx_c, ctx)
     if inside(ctx, tree):
-        return "git %s with repository context in the tree" % sub
+        return f"git {sub} with repository context in the tree"
     return None
 
 
@@ -202,17 +209,29 @@ def curl_request(argv):
     while i < len(argv):
         a = argv[i]
         if a in ("-X", "--request"):
-            method = argv[i + 1].upper(); i += 2; continue
+            method = argv[i + 1].upper()
+            i += 2
+            continue
         if a.startswith("-X") and len(a) > 2 and not a.startswith("--"):
-            method = a[2:].upper(); i += 1; continue
+            method = a[2:].upper()
+            i += 1
+            continue
         if a in ("-d", "--data", "--data-raw", "--data-binary", "--data-urlencode", "--json", "-F", "--form"):
-            data = True; body += argv[i + 1]; i += 2; continue
+            data = True
+            body += argv[i + 1]
+            i += 2
+            continue
         if a in ("-T", "--upload-file"):
-            method = method or "PUT"; i += 2; continue
+            method = method or "PUT"
+            i += 2
+            continue
         if a in ("-G", "--get"):
-            get = True; i += 1; continue
+            get = True
+            i += 1
+            continue
         if a in ("-H", "--header", "-o", "-u", "--user", "-A", "-e"):
-            i += 2; continue
+            i += 2
+            continue
         if not a.startswith("-"):
             urls.append(a)
         i += 1
@@ -249,7 +268,7 @@ def judge(line, tree):
     prog, cwd, gdir, gwork, rest = line.split("\t", 4)
     if prog in ("py-http", "node-http"):
         m, url, body = (rest.split(" ", 2) + ["", ""])[:3]
-        return "%s %s %s" % (prog, m, url) if http_write(m, url, body) else None
+        return f"{prog} {m} {url}" if http_write(m, url, body) else None
     argv = shlex.split(rest)
     if prog == "git":
         return judge_git(cwd, gdir, gwork, argv, tree)
@@ -257,7 +276,7 @@ def judge(line, tree):
         if argv[:1] == ["auth"]:
             return "gh auth (token-search)"
         if tuple(argv[:2]) in GH_WRITES or argv[:1] == ["label"]:
-            return "gh %s %s (publish)" % tuple(argv[:2])
+            return "gh {} {} (publish)".format(*tuple(argv[:2]))
         if argv[:1] == ["api"]:
             method, fields = None, False
             for j, a in enumerate(argv):
@@ -267,17 +286,17 @@ def judge(line, tree):
                     fields = True
             method = method or ("POST" if fields else "GET")
             if method in WRITE_METHODS:
-                return "gh api %s (publish)" % method
+                return f"gh api {method} (publish)"
         return None
     if prog == "curl":
         method, urls, body = curl_request(argv)
         for u in urls:
             if http_write(method, u, body):
-                return "curl %s %s" % (method, u)
+                return f"curl {method} {u}"
         return None
     if prog == "wget":
         method, urls, body = "GET", [], ""
-        for j, a in enumerate(argv):
+        for a in argv:
             if a.startswith("--method="):
                 method = a.split("=", 1)[1].upper()
             elif a.startswith("--post-data") or a.startswith("--post-file"):
@@ -286,7 +305,7 @@ def judge(line, tree):
                 urls.append(a)
         for u in urls:
             if http_write(method, u, body):
-                return "wget %s %s" % (method, u)
+                return f"wget {method} {u}"
         return None
     if prog == "http":
         pos = [a for a in argv if not a.startswith("-")]
@@ -296,7 +315,7 @@ def judge(line, tree):
         elif any(("=" in a or ":=" in a) and "==" not in a for a in pos[1:]):
             method = "POST"
         if pos and http_write(method, pos[0], ""):
-            return "http %s %s" % (method, pos[0])
+            return f"http {method} {pos[0]}"
     return None
 
 
@@ -337,7 +356,7 @@ def run_case(cmd, s: Path):
                 break
     if b"SENTINEL" in out:
         reasons.append("the sentinel token reached the output")
-    logged = [unmap(l, s) for l in log.read_text().splitlines()]
+    logged = [unmap(line, s) for line in log.read_text().splitlines()]
     return ("refuse" if reasons else "allow"), reasons, logged
 
 
@@ -356,7 +375,7 @@ def main():
                     label, reasons, logged = run_case(cmd, s)
                     checked = "bash"
                     why = note + " | bash: " + ("; ".join(dict.fromkeys(reasons)) if reasons else
-                                               ("ran: " + " / ".join(l.replace("\t", " ")[:80] for l in logged)
+                                               ("ran: " + " / ".join(line.replace("\t", " ")[:80] for line in logged)
                                                 if logged else "no git/gh/HTTP/credential action"))
                 rows.append({"id": f"{family}-{n:02d}", "command": cmd, "cwd": "/workspace/app",
                              "label": label, "family": family, "checked": checked, "why": why})
