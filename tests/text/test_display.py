@@ -7,9 +7,9 @@ import sys
 from pathlib import Path
 
 import pytest
-from audit_records import FORBIDDEN, record, write_jsonl
 
 from guard.text.display import clip, inert
+from tests.audit.audit_records import FORBIDDEN, record, write_jsonl
 
 REPO = Path(__file__).resolve().parents[2]
 
