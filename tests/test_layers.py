@@ -27,8 +27,6 @@ BASE = {"ir", "record", "context", "text", "system", "_spawn", "__version__"}
 KNOWN_UP = {
     ("ruleset", "policy"): "a rule's examples run the whole pipeline when the set is compiled "
                            "(ruleset.examples); the runner is not yet passed in by the loader's caller",
-    ("ruleset", "shell"): "the pre-check plan is written by ruleset.derived in the format "
-                          "guard.shell.precheck reads on the launcher's path",
 }
 
 

@@ -9,7 +9,7 @@ import os
 
 from guard.ruleset.model import RuleSet, per_set
 from guard.ruleset.stores import Stores
-from guard.shell import precheck
+from guard.system import planfile
 
 TYPE_CHECKING = False
 if TYPE_CHECKING:
@@ -124,7 +124,7 @@ def _as_list(v: object) -> list:
 # --------------------------------------------------------------------------- the pre-check's plan
 
 
-def _plan(rs: RuleSet, named: frozenset[str]) -> precheck.Plan:
+def _plan(rs: RuleSet, named: frozenset[str]) -> planfile.Plan:
     """The config's ``precheck`` programs, less every program a rule names; none at all when a
     rule naming no program wants a fact the watched fragments do not cover."""
     cfg = rs.config.get("precheck") or {}
@@ -137,10 +137,10 @@ def _plan(rs: RuleSet, named: frozenset[str]) -> precheck.Plan:
         if "program" not in m and not set(m) <= covers:
             programs = frozenset()  # a rule on any program: every command gets the analysis
             break
-    return precheck.Plan(programs, tuple(str(w).lower() for w in cfg.get("watched") or ()))
+    return planfile.Plan(programs, tuple(str(w).lower() for w in cfg.get("watched") or ()))
 
 
-def plan_text(plan: precheck.Plan) -> str:
+def plan_text(plan: planfile.Plan) -> str:
     """A plan as ``guard/ruleset/precheck-shipped.txt`` holds it."""
     return ("# guard-shell's pre-check under the shipped rules alone, derived from them (config precheck:,\n"
             "# less every program a rule names); tests/shell/test_precheck.py checks it. Programs, then watched.\n"
@@ -160,7 +160,7 @@ def stamp(extra: tuple[str, ...], config_path: str | None) -> tuple | None:
     for p in extra:
         if os.path.isdir(p):
             dirs += [d for d, _, _ in os.walk(p)]
-    return tuple((f, *precheck.size_mtime(f)) for f in (*dirs, *files))
+    return tuple((f, *planfile.size_mtime(f)) for f in (*dirs, *files))
 
 
 _plan_paths: dict[tuple, str] = {}  # (layers, cache folder) -> plan file
@@ -168,8 +168,8 @@ _plan_bytes: dict[tuple, bytes] = {}  # (stamp, plan) -> the plan file's bytes
 MEMO_MAX = 64
 
 
-def remember_plan(extra: tuple[str, ...], config_path: str | None, at: tuple | None, plan: precheck.Plan) -> None:
-    """Store ``plan`` where ``precheck.current_plan`` finds it, for the rule files as they were at
+def remember_plan(extra: tuple[str, ...], config_path: str | None, at: tuple | None, plan: planfile.Plan) -> None:
+    """Store ``plan`` where ``planfile.current_plan`` finds it, for the rule files as they were at
     ``at`` (their ``stamp`` taken before the rule set was loaded, so an edit during the load
     leaves a plan that no longer holds). The file is rewritten only when its bytes differ; they
     and its name are computed once per process (the analysis server's workers inherit them), so
@@ -181,11 +181,11 @@ def remember_plan(extra: tuple[str, ...], config_path: str | None, at: tuple | N
     where = (extra, config_path, cache_root())
     path = _plan_paths.get(where)
     if path is None:
-        path = _memo_put(_plan_paths, where, precheck.plan_file(extra, config_path))
+        path = _memo_put(_plan_paths, where, planfile.plan_file(extra, config_path))
     what = (at, plan.programs, plan.watched)
     data = _plan_bytes.get(what)
     if data is None:
-        data = _memo_put(_plan_bytes, what, precheck.plan_text(at, plan) or b"")
+        data = _memo_put(_plan_bytes, what, planfile.plan_text(at, plan) or b"")
     if not data or read_private(path) == data:
         return
     write_private(path, data)

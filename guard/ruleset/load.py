@@ -31,7 +31,7 @@ if TYPE_CHECKING:  # typing and pathlib cost ~2-7 ms to import on the command pa
 
     from guard.context import Context
     from guard.ruleset.layers import Layer
-    from guard.shell.precheck import Plan
+    from guard.system.planfile import Plan
 
 try:  # the built-in module: hashlib loads OpenSSL (~2.5 ms), paid on every analysed command
     from _sha256 import sha256
@@ -179,13 +179,13 @@ def trust(keys: Iterable[tuple], quiet: Callable[[], bool] | None) -> None:
     files while ``quiet()`` is true: for the analysis server's workers, whose server set up a
     watch on those files (``guard.serve.watch``) before it stamped them, so that any change since
     makes ``quiet()`` false. ``trust((), None)`` ends it. The pre-check's plan of each of these
-    layerings is vouched for in the same way (``precheck.trust``)."""
-    from guard.shell import precheck
+    layerings is vouched for in the same way (``planfile.trust``)."""
+    from guard.system import planfile
 
     global _watched, _quiet
     _watched = frozenset(keys)
     _quiet = quiet
-    precheck.trust({k: _stamped[k][3] for k in _watched if k in _stamped}, quiet)
+    planfile.trust({k: _stamped[k][3] for k in _watched if k in _stamped}, quiet)
 
 
 def read_afresh() -> list[tuple[tuple[str, ...], str | None]]:

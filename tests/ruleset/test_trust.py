@@ -14,6 +14,7 @@ import pytest
 from guard.context import Context
 from guard.ruleset import load
 from guard.shell import precheck
+from guard.system import planfile
 
 RULE = ("rules:\n  - id: no-%s\n    category: publish\n"
         "    message: \"Refused: {what}. It publishes; use the tools.\"\n"
@@ -77,19 +78,19 @@ def test_a_trusted_layerings_precheck_plan_comes_from_memory_only_while_the_watc
     key = ((str(f),), None)
     env = {"GUARD_RULES": str(f)}
     assert load.settle(*key)
-    os.unlink(precheck.plan_file(*key))  # only a plan held in memory is found now
-    assert precheck.current_plan(env) is None
+    os.unlink(planfile.plan_file(*key))  # only a plan held in memory is found now
+    assert planfile.current_plan(env) is None
     quiet = [True]
     load.trust({key}, lambda: quiet[0])
-    plan = precheck.current_plan(env)
+    plan = planfile.current_plan(env)
     assert plan is not None and "ls" in plan.programs and "frob" not in plan.programs
     assert precheck.trivially_allowed("ls -la", env=env) and not precheck.trivially_allowed("frob x", env=env)
-    assert precheck.current_plan({"GUARD_RULES": str(f), "GUARD_CONFIG": str(f)}) is None  # another layering
+    assert planfile.current_plan({"GUARD_RULES": str(f), "GUARD_CONFIG": str(f)}) is None  # another layering
     quiet[0] = False
-    assert precheck.current_plan(env) is None and not precheck.trivially_allowed("ls -la", env=env)
+    assert planfile.current_plan(env) is None and not precheck.trivially_allowed("ls -la", env=env)
     load.trust({key}, lambda: True)
     load.forget()  # a full forget ends the trust
-    assert precheck.current_plan(env) is None
+    assert planfile.current_plan(env) is None
 
 
 def test_a_trusted_layering_is_loaded_without_opening_a_file(tmp_path: Path, monkeypatch: pytest.MonkeyPatch) -> None:
@@ -113,7 +114,7 @@ def test_a_trusted_layering_is_loaded_without_opening_a_file(tmp_path: Path, mon
     monkeypatch.setattr(os, "open", lambda path, *a, **k: opened.append(str(path)) or real_open(path, *a, **k))
     monkeypatch.setattr(posix, "open", lambda path, *a, **k: opened.append(str(path)) or real_open(path, *a, **k))
     # the plan file is opened by its name in its (checked) folder
-    assert "no-frob" in _ids(f) and os.path.basename(precheck.plan_file(*key)) in opened
+    assert "no-frob" in _ids(f) and os.path.basename(planfile.plan_file(*key)) in opened
 
 
 def test_settle_is_false_for_broken_files_and_afresh_reads_an_edit_that_kept_the_stamp(tmp_path: Path) -> None:

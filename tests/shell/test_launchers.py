@@ -98,10 +98,11 @@ def test_regular_install_plain_command_skips_os(regular: Path, tmp_path: Path) -
     assert not modules & {"os", "site", "guard.shell.main", "guard.engine"}, sorted(modules)
     floor = _run([str(regular / "python"), "-IS", "-X", "importtime", "-c", "pass"], tmp_path)
     started = {ln.rsplit("|", 1)[-1].strip() for ln in floor.stderr.splitlines() if ln.startswith("import time:")}
-    # beyond what the interpreter imports anyway: guard's four small modules, the empty packages
+    # beyond what the interpreter imports anyway: guard's five small modules, the empty packages
     # they sit in, and built-in ones
     assert modules - started <= {"guard", "guard.shell", "guard.system", "guard.shell.launch", "guard.shell.precheck",
-                                 "guard.system.cachedir", "guard.shell.simple_exec", "_signal", "marshal"}, \
+                                 "guard.system.cachedir", "guard.system.planfile", "guard.shell.simple_exec",
+                                 "_signal", "marshal"}, \
         sorted(modules - started)
 
 

@@ -169,7 +169,7 @@ def test_every_rule_example_gets_the_same_verdict_through_guard_shell_as_through
 def test_the_shipped_plan_file_is_the_plan_the_shipped_rules_give() -> None:
     """guard-shell uses guard/ruleset/precheck-shipped.txt until loading the rules caches a plan;
     after an edit of the shipped rules, write rderived.plan_text(rderived.derived(rs).precheck) there."""
-    from guard.shell.precheck import SHIPPED_PLAN, shipped_plan
+    from guard.system.planfile import SHIPPED_PLAN, shipped_plan
 
     with open(SHIPPED_PLAN, encoding="utf-8") as fh:
         assert fh.read() == rderived.plan_text(SHIPPED)
@@ -177,7 +177,7 @@ def test_the_shipped_plan_file_is_the_plan_the_shipped_rules_give() -> None:
 
 
 def test_with_no_plan_cached_the_shipped_plan_serves_only_the_shipped_rules(tmp_path, monkeypatch) -> None:
-    from guard.shell.precheck import current_plan
+    from guard.system.planfile import current_plan
 
     monkeypatch.setenv("XDG_CACHE_HOME", str(tmp_path / "empty"))
     assert current_plan({}).programs == SHIPPED.programs
