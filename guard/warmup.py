@@ -49,12 +49,12 @@ def run(ctx: Context) -> None:
     import re
 
     from guard import parse
-    from guard.engine import analyze
-    from guard.ruleset import derived, load
+    from guard.engine import analyze, rules_for
+    from guard.ruleset import derived
 
     parse.warm()
     try:
-        listed = derived.derived(load.load_for(ctx)).precheck.programs
+        listed = derived.derived(rules_for(ctx)).precheck.programs
     except Exception:  # noqa: BLE001 - a warm-up failure only costs speed
         listed = frozenset()
     names = sorted(n for n in {*COMMON_PROGRAMS, *listed}

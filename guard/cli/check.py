@@ -219,9 +219,9 @@ def _current_dir(env: dict[str, str]) -> str:
 
 
 def _config_errors(ctx: Context) -> list[str]:
-    from guard.ruleset.load import load_for
+    from guard.engine import rules_for
 
-    return load_for(ctx).errors
+    return rules_for(ctx).errors
 
 
 def _parsed(argv: list[str], parser: argparse.ArgumentParser | None = None) -> tuple[argparse.Namespace, Context] | None:
@@ -566,11 +566,11 @@ class Explanation:
 
 def explanation(command: str, ctx: Context) -> Explanation:
     from guard import parse, resolve
+    from guard.engine import rules_for
     from guard.policy import classify as classifier
     from guard.policy.facts import facts_for
-    from guard.ruleset.load import load_for
 
-    rs = load_for(ctx)
+    rs = rules_for(ctx)
     ctx = classifier.effective_context(ctx, rs)
     script = parse.parse(command)
     res = resolve.resolve(script, ctx, parse.parse)

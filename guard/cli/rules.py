@@ -9,6 +9,7 @@ from dataclasses import dataclass, field
 from pathlib import Path
 from typing import Any
 
+from guard.engine import rule_examples
 from guard.ruleset.actions import effective, mode_of
 from guard.ruleset.compile import compile_files, compile_for_load
 from guard.ruleset.layers import Layer, display, rule_layers
@@ -67,7 +68,7 @@ def _plural(n: int, word: str) -> str:
 
 def cmd_lint(t: Target, out: Any) -> int:
     """Every mistake of every file in one pass (schema, checks, failing examples), then a count."""
-    c = compile_files(t.layers, examples="all")
+    c = compile_files(t.layers, examples="all", run=rule_examples)
     lines = [f"{p}: no such file or folder (named in GUARD_RULES or GUARD_CONFIG)" for p in t.missing]
     diags = [d for d in c.diagnostics if _mine(t, d.file)]
     diags += [r.diagnostic() for r in c.failures if _mine(t, r.entry.doc.name)]
@@ -107,7 +108,7 @@ def _on_trial(rs: Any) -> list[tuple[str, str]]:
 def cmd_test(t: Target, out: Any) -> int:
     """Run every example (command rules: against the rule alone and the whole set; annotations:
     through the annotator); print the failures, then the counts."""
-    c = compile_files(t.layers, examples="all")
+    c = compile_files(t.layers, examples="all", run=rule_examples)
     errors = [d for d in c.errors if _mine(t, d.file)]
     for d in errors:
         print(d, file=out)
@@ -136,7 +137,7 @@ def cmd_list(t: Target, out: Any) -> int:
         print("guard keeps using the last good rule set until they are fixed (guard rules lint)", file=out)
         rs = c.ruleset
     else:
-        rs = compile_for_load(t.layers)  # what the loader would use: without rules whose examples fail
+        rs = compile_for_load(t.layers, rule_examples)  # what the loader would use: without rules whose examples fail
     width = max([len(r["id"]) for r in rs.rules] + [len(a["id"]) for a in rs.annotations] + [10])
     mode, mode_note = mode_of(os.environ.get("GUARD_MODE"))
     if mode_note:

@@ -210,10 +210,10 @@ def rules_line(env: dict[str, str]) -> str:
     """What the rules in effect do here: how many refuse, and every rule on trial (warn,
     observe), which lets its commands run: an operator sees a weaker guard at once."""
     from guard.context import Context
+    from guard.engine import rules_for
     from guard.ruleset.actions import effective, mode_of
-    from guard.ruleset.load import load_for
 
-    rs = load_for(Context.from_environ(env=env))
+    rs = rules_for(Context.from_environ(env=env))
     mode, note = mode_of(env.get("GUARD_MODE"))
     actions = [(r["id"], effective(r, rs.config, mode)[0]) for r in rs.rules if r.get("verdict") != "allow"]
     trial = [f"{rid} ({a})" for rid, a in actions if a != "refuse"]

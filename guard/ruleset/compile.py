@@ -11,7 +11,7 @@ from pathlib import Path
 from typing import Any
 
 from guard.ruleset.checks import Entry, annotation_problems, config_problems, rule_problems, runs_problems
-from guard.ruleset.examples import ExampleResult, run_rule_examples
+from guard.ruleset.examples import ExampleResult, Runner
 from guard.ruleset.layers import Layer, merge_config
 from guard.ruleset.model import RuleSet
 from guard.ruleset.read import Diagnostic, Doc, read_doc
@@ -41,11 +41,14 @@ class Compiled:
 COMPILED_DROP = frozenset({"examples", "enabled"})
 
 
-def compile_files(layers: list[Layer], *, examples: str = "all", skip: frozenset[tuple[str, int]] = frozenset(),
-                  docs: dict[Path, Doc] | None = None) -> Compiled:
-    """Read, check and layer the rule files; run examples of ``all``, ``unshipped`` or ``none`` rules.
+def compile_files(layers: list[Layer], *, examples: str = "all", run: Runner | None = None,
+                  skip: frozenset[tuple[str, int]] = frozenset(), docs: dict[Path, Doc] | None = None) -> Compiled:
+    """Read, check and layer the rule files; run examples of ``all``, ``unshipped`` or ``none`` rules
+    with ``run`` (the pipeline lives above this layer: its caller passes it in).
 
     ``skip`` holds (file name, rule index) entries to leave out (rules whose examples fail)."""
+    if examples != "none" and run is None:
+        raise ValueError(f"compile_files(examples={examples!r}) needs the examples' runner")
     import hashlib
 
     docs = {} if docs is None else docs
@@ -148,18 +151,18 @@ def compile_files(layers: list[Layer], *, examples: str = "all", skip: frozenset
                  [str(d) for d in diags if d.severity == "error"], disabled=disabled, programs=programs,
                  annotations=annotations, vocabulary={k: list(v) for k, v in vocabulary().items()}, notes=notes)
     out = Compiled(rs, entries, ordered, diags, replaced=replaced, annotations=annotations)
-    if examples == "all" or (examples == "unshipped" and not rs.errors):  # lint runs them despite mistakes
+    if run is not None and (examples == "all" or (examples == "unshipped" and not rs.errors)):  # lint: despite mistakes
         live = {r["source"]: r for r in effective.values()}
         for e in entries:
             if e.source in live and (examples == "all" or not e.shipped):
-                out.examples.extend(run_rule_examples(e, rs))
+                out.examples.extend(run(e, rs))
     return out
 
 
-def compile_for_load(layers: list[Layer]) -> RuleSet:
+def compile_for_load(layers: list[Layer], run: Runner) -> RuleSet:
     """What the loader caches: the checked set, without rules (not shipped) whose examples fail."""
     docs: dict[Path, Doc] = {}
-    first = compile_files(layers, examples="unshipped", docs=docs)
+    first = compile_files(layers, examples="unshipped", run=run, docs=docs)
     if first.ruleset.errors or not first.failures:
         return first.ruleset
     skip = frozenset((r.entry.doc.name, r.entry.index) for r in first.failures)

@@ -30,6 +30,7 @@ if TYPE_CHECKING:  # typing and pathlib cost ~2-7 ms to import on the command pa
     from pathlib import Path
 
     from guard.context import Context
+    from guard.ruleset.examples import Runner
     from guard.ruleset.layers import Layer
     from guard.system.planfile import Plan
 
@@ -100,9 +101,11 @@ _loaded: dict[tuple, RuleSet] = {}
 _warned = False
 
 
-def load_for(ctx: Context) -> RuleSet:
+def load_for(ctx: Context, run: Runner) -> RuleSet:
     """The rule set for ``ctx``'s rule layers, loaded once per process; the first load leaves the
-    pre-check's plan where guard-shell finds it, and a broken set is said once."""
+    pre-check's plan where guard-shell finds it, and a broken set is said once. ``run`` runs a
+    rule's examples when the set must be compiled (``guard.engine.rules_for`` passes the
+    pipeline's own)."""
     global _warned
     key = (ctx.rule_paths, ctx.config_path)
     rs = _loaded.get(key)
@@ -123,7 +126,7 @@ def load_for(ctx: Context) -> RuleSet:
             if rs is not None:
                 _reused.add(key)
             else:
-                rs = load(ctx.rule_paths, ctx.config_path)
+                rs = load(ctx.rule_paths, ctx.config_path, run=run)
                 if not rs.errors and not rs.fallback:  # a broken set is said anew by each load
                     _stamped[key] = (at, settled, rs, derived.derived(rs).precheck)
             derived.remember_plan(ctx.rule_paths, ctx.config_path, at, derived.derived(rs).precheck)
@@ -195,7 +198,7 @@ def read_afresh() -> list[tuple[tuple[str, ...], str | None]]:
     return [key for key in _loaded if key not in _reused]
 
 
-def settle(rule_paths: tuple[str, ...], config_path: str | None, afresh: bool = False) -> bool:
+def settle(rule_paths: tuple[str, ...], config_path: str | None, run: Runner, afresh: bool = False) -> bool:
     """Load this layering so that, while its files stay unchanged, a ``forget(keep_unchanged=True)``
     keeps it (the server does this once per layering its callers use); ``afresh``: from the files'
     content, even when their stamp is the one kept. True when the set kept on its stamp is the one
@@ -207,7 +210,7 @@ def settle(rule_paths: tuple[str, ...], config_path: str | None, afresh: bool = 
     if afresh:
         _stamped.pop(key, None)
         _loaded.pop(key, None)
-    rs = load_for(Context(cwd="/", rule_paths=rule_paths, config_path=config_path))
+    rs = load_for(Context(cwd="/", rule_paths=rule_paths, config_path=config_path), run)
     seen = _stamped.get(key)
     return seen is not None and seen[2] is rs
 
@@ -238,7 +241,7 @@ def _say_once(line: str) -> None:
         pass
 
 
-def load(extra: tuple[str, ...] = (), config_path: str | None = None) -> RuleSet:
+def load(extra: tuple[str, ...] = (), config_path: str | None = None, *, run: Runner) -> RuleSet:
     """The effective rule set for these layers. Never raises.
 
     When the files hold mistakes: the last good set for the same layering (``errors`` empty,
@@ -260,7 +263,7 @@ def load(extra: tuple[str, ...] = (), config_path: str | None = None) -> RuleSet
         # stages derive from a set (kept while it is the same object) is derived once.
         _memo[key] = rs
     if rs is None:
-        rs = compile_layers(layers)
+        rs = compile_layers(layers, run)
         if not any(e.startswith(INTERNAL) for e in rs.errors):  # a crash may be transient: never cache it
             write_cache(cdir / name, rs)
     if not rs.errors:
@@ -273,7 +276,7 @@ def load(extra: tuple[str, ...] = (), config_path: str | None = None) -> RuleSet
         _say_once(good.fallback)
         return good
     if extra or config_path:
-        shipped = load((), None)
+        shipped = load((), None, run=run)
         if not shipped.errors:
             # The errors stay: `guard check` reports a configuration error (exit 2); a shell
             # answers with the shipped rules and says so once (policy.load → warn_once).
@@ -295,12 +298,12 @@ def _load_fast(extra: tuple[str, ...], config_path: str | None) -> RuleSet | Non
     return _memo[key]
 
 
-def compile_layers(layers: list[Layer]) -> RuleSet:
+def compile_layers(layers: list[Layer], run: Runner) -> RuleSet:
     """Compile (cold path). A bug in the compiler becomes an error, never a traceback."""
     try:
         from guard.ruleset.compile import compile_for_load
 
-        rs = compile_for_load(layers)
+        rs = compile_for_load(layers, run)
     except Exception as e:  # noqa: BLE001 — the hot path must survive anything here
         return RuleSet([], {}, "", [str(f) for layer in layers for f in layer.files],
                        [f"{INTERNAL}: {type(e).__name__}: {e}"])

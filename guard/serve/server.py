@@ -91,14 +91,15 @@ def warm_up() -> None:
 
     from guard.audit import log
     from guard.context import Context
-    from guard.ruleset import load
-    from guard.shell import (
-        hostwrap,  # noqa: F401 - loaded for the children
-        )
+    from guard.engine import rules_for
+    from guard.shell import (  # noqa: F401 - loaded for the children
+        hostwrap,
+        precheck,
+    )
 
     ctx = Context.from_environ(cwd="/", env=_warm_env(), trees=("/nonexistent",))
     warmup.run(ctx)
-    rs = load.load_for(ctx)
+    rs = rules_for(ctx)
     _warmed[id(rs)] = rs
     hostwrap.unwrap(WRAPPED)
     # a refusal's audit record, not written: its redaction patterns compile once, here
@@ -275,6 +276,7 @@ def _learn_afresh(tried: dict[tuple, float]) -> bool:
     can vouch for it."""
     import json
 
+    from guard.engine import rule_examples
     from guard.resolve import sourced
     from guard.ruleset import load
 
@@ -313,7 +315,7 @@ def _learn_afresh(tried: dict[tuple, float]) -> bool:
         if tried.get(key, 0.0) > now or (key not in tried and len(tried) >= LEARN_MAX):
             continue
         try:
-            kept = load.settle(*key)
+            kept = load.settle(*key, rule_examples)
             learned = True
             if kept:
                 _warm_layering(key)
@@ -337,12 +339,12 @@ def _warm_layering(key: tuple) -> None:
     first use (each program's candidate rules, their compiled conditions, the program specs)
     is built here, once for every worker, rather than in each request."""
     from guard.context import Context
-    from guard.ruleset import load
+    from guard.engine import rules_for
 
     rule_paths, config_path = key
     env = {**_warm_env(), **({"GUARD_CONFIG": config_path} if config_path else {})}
     ctx = Context.from_environ(cwd="/", env=env, trees=("/nonexistent",), rule_paths=rule_paths)
-    rs = load.load_for(ctx)
+    rs = rules_for(ctx)
     if _warmed.get(id(rs)) is rs:
         return
     warmup.run(ctx)
@@ -507,6 +509,7 @@ def _rewatch(files: list[str], stamp: tuple[tuple[int, int], ...]) -> Vouched | 
 
 
 def _vouch(w: Watch, files: list[str], stamp: tuple[tuple[int, int], ...]) -> Vouched:
+    from guard.engine import rule_examples
     from guard.ruleset import load
 
     package = w.cover(files) and code_stamp(files) == stamp
@@ -516,7 +519,7 @@ def _vouch(w: Watch, files: list[str], stamp: tuple[tuple[int, int], ...]) -> Vo
     kept = []
     for key in covered:
         try:
-            if load.settle(*key, afresh=True):  # read, not taken on its stamp: an edit may keep it
+            if load.settle(*key, rule_examples, afresh=True):  # read, not taken on its stamp: an edit may keep it
                 kept.append(key)
                 _warm_layering(key)
         except Exception:  # noqa: BLE001 - not vouched for: its workers stamp it themselves

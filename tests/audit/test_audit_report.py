@@ -554,7 +554,9 @@ def test_rule_ids_are_the_refusing_rules_and_annotations_of_the_rule_set_in_forc
         assert "lets-ls" not in ids and ids == sorted(ids)
         load.forget()
         ruleset._rule_set.cache_clear()
-        monkeypatch.setattr(load, "load_for", lambda ctx: 1 / 0)
+        from guard import engine
+
+        monkeypatch.setattr(engine, "rules_for", lambda ctx: 1 / 0)
         assert REAL_POLICY_RULE_IDS() is None  # degrade: the report says "unknown"
         assert capsys.readouterr().err == ""  # the loader's warnings are not the report's
     finally:

@@ -5,6 +5,7 @@ server worker meets many names the server never warmed)."""
 from __future__ import annotations
 
 from guard.context import Context
+from guard.engine import rule_examples
 from guard.policy import classify as classifier
 from guard.ruleset.load import load_for
 
@@ -27,7 +28,7 @@ def _expected(compiled: classifier._Compiled, program: str) -> tuple[list[str], 
 
 
 def test_unnamed_programs_share_one_entry_of_the_rules_that_name_none() -> None:
-    rs = load_for(CTX)
+    rs = load_for(CTX, rule_examples)
     compiled = classifier._compiled(rs)
     names = ["zz-never-a-rule-program", "make", "ls", "./build.sh", "/usr/bin/zz", "ünïcode"]
     hits = [classifier._candidates(rs, n) for n in names if n not in compiled.derived.named]
@@ -37,7 +38,7 @@ def test_unnamed_programs_share_one_entry_of_the_rules_that_name_none() -> None:
 
 
 def test_a_named_program_meets_its_own_rules_and_the_unnamed_ones() -> None:
-    rs = load_for(CTX)
+    rs = load_for(CTX, rule_examples)
     compiled = classifier._compiled(rs)
     assert compiled.derived.named  # the shipped rules name programs (git, gh, curl …)
     for name in sorted(compiled.derived.named):

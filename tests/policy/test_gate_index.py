@@ -9,6 +9,7 @@ from pathlib import Path
 
 from guard import engine
 from guard.context import Context
+from guard.engine import rule_examples
 from guard.policy import classify as classifier
 from guard.ruleset.load import load_for
 
@@ -23,7 +24,7 @@ def _every_rule(compiled, program, refusals, facts):  # type: ignore[no-untyped-
 
 def test_a_git_invocation_meets_only_the_rules_its_subcommand_passes() -> None:
     engine.analyze("git log -1", CTX)
-    compiled = classifier._compiled(load_for(CTX))
+    compiled = classifier._compiled(load_for(CTX, rule_examples))
     names, by_values = compiled.passing["git"]
     assert "subcommand" in names
     allows, refusals, _ = compiled.by_program["git"]

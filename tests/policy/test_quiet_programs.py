@@ -11,6 +11,7 @@ import pytest
 
 from guard import engine
 from guard.context import Context
+from guard.engine import rule_examples
 from guard.policy import classify as classifier
 from guard.policy.facts import quiet_program
 from guard.ruleset.load import load_for
@@ -22,7 +23,7 @@ CTX = Context.from_environ(cwd="/workspace/app", trees=("/workspace",), env={"HO
 @pytest.mark.parametrize(("program", "quiet"), [("ls", True), ("pytest", True), ("git", False), ("git-push", False),
                                                  ("curl", False), ("grep", False), ("cp", False), ("env", False)])
 def test_which_programs_are_quiet(program: str, quiet: bool) -> None:
-    rs = load_for(CTX)
+    rs = load_for(CTX, rule_examples)
     assert quiet_program(program, classifier.world_of(classifier.effective_context(CTX, rs), rs)) is quiet
 
 
@@ -33,7 +34,7 @@ def test_the_short_way_gives_the_verdicts_of_facts_for(monkeypatch: pytest.Monke
     commands = [c for c in [d["command"] for d in lines] + corpus if "/proc/" not in c]
     commands += ["cat ~/.netrc", "ls ~/.config/gh", "FOO=1 ls", "cat x > ~/.git-credentials"]
     short = [engine.analyze(c, CTX) for c in commands]
-    compiled = classifier._compiled(load_for(CTX))
+    compiled = classifier._compiled(load_for(CTX, rule_examples))
     monkeypatch.setattr(compiled, "quiet", {})
     monkeypatch.setattr(type(compiled), "is_quiet", lambda self, program, world: False)
     assert [engine.analyze(c, CTX) for c in commands] == short

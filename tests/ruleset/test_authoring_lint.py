@@ -13,6 +13,7 @@ from pathlib import Path
 import pytest
 
 from guard.cli import rules as rcli
+from guard.engine import rule_examples
 from guard.ruleset import compile as rcompile
 from guard.ruleset import layers as rlayers
 from guard.ruleset.read import Diagnostic
@@ -37,7 +38,7 @@ def lint(tmp_path: Path, text: str, name: str = "mine.yaml") -> list[Diagnostic]
     """Every diagnostic (mistakes and failing examples) the linter finds in one file."""
     f = tmp_path / name
     f.write_text(textwrap.dedent(text))
-    c = rcompile.compile_files(rlayers.rule_layers((str(f),), None), examples="all")
+    c = rcompile.compile_files(rlayers.rule_layers((str(f),), None), examples="all", run=rule_examples)
     mine = [d for d in c.diagnostics if d.file == str(f)]
     return mine + [r.diagnostic() for r in c.failures if r.entry.doc.name == str(f)]
 

@@ -10,6 +10,7 @@ import pytest
 import yaml
 
 from guard.context import Context
+from guard.engine import rule_examples
 from guard.ruleset import layers as rlayers
 from guard.ruleset import load as loader
 from guard.ruleset import read as rread
@@ -92,7 +93,7 @@ def test_every_fact_the_engine_computes_is_known_to_the_match_schema():
     from guard.policy.facts import facts_for
 
     rows = [json.loads(x) for x in (REPO / "fixtures/commands/labelled.jsonl").read_text().splitlines()]
-    rs = loader.load()
+    rs = loader.load(run=rule_examples)
     seen: set[str] = set()
     for r in rows:
         ctx = Context(cwd=r.get("cwd", "/workspace/app"), trees=("/workspace",), env={"HOME": "/root", **r.get("env", {})})

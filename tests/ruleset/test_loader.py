@@ -11,7 +11,7 @@ from pathlib import Path
 import pytest
 
 from guard.context import Context
-from guard.engine import analyze
+from guard.engine import analyze, rule_examples
 from guard.ruleset import load as loader
 from guard.ruleset import model as rmodel
 
@@ -62,7 +62,7 @@ def test_a_rule_folder_adds_rules_and_explain_names_the_line(tmp_path):
 
 
 def test_shipped_sources_are_the_line_of_the_id(tmp_path):
-    rs = loader.load()
+    rs = loader.load(run=rule_examples)
     for r in rs.rules:
         file, line = r["source"].rsplit(":", 1)
         text = (REPO / file).read_text().splitlines()[int(line) - 1]
@@ -70,7 +70,7 @@ def test_shipped_sources_are_the_line_of_the_id(tmp_path):
 
 
 def test_same_id_replaces_in_place(tmp_path):
-    shipped = ids(loader.load())
+    shipped = ids(loader.load(run=rule_examples))
     write(tmp_path / "d" / "push.yaml", """\
         rules:
           - id: git-push
@@ -78,7 +78,7 @@ def test_same_id_replaces_in_place(tmp_path):
             message: "Refused: {what}. Ask the coordinator."
             match: {program: git, subcommand: push}
         """)
-    rs = loader.load((str(tmp_path / "d"),))
+    rs = loader.load((str(tmp_path / "d"),), run=rule_examples)
     assert ids(rs) == shipped
     assert "Ask the coordinator" in verdict("git push", str(tmp_path / "d")).message
 
@@ -91,7 +91,7 @@ def test_enabled_false_removes_and_a_rule_without_match_changes_fields(tmp_path)
           - id: git-push
             message: "Refused: {what}. Use the push tool."
         """)
-    rs = loader.load((str(tmp_path / "d"),))
+    rs = loader.load((str(tmp_path / "d"),), run=rule_examples)
     assert "gh-auth" not in ids(rs)
     assert rs.disabled and rs.disabled[0]["id"] == "gh-auth"
     assert verdict("gh auth status", str(tmp_path / "d")).verdict == "allow"
@@ -113,7 +113,7 @@ def test_a_rule_whose_examples_fail_does_not_load(tmp_path, capfd):
     bad = LFS.replace('allow: ["git lfs ls-files"]', 'allow: ["git lfs ls-files", "git lfs push --all"]')
     lock = LFS.split("rules:\n", 1)[1].replace("lfs-push", "lfs-lock").replace("action: push", "action: lock")
     f = write(tmp_path / "d" / "lfs.yaml", bad + lock.replace("lfs push origin feature", "lfs lock big.bin"))
-    rs = loader.load((str(tmp_path / "d"),))
+    rs = loader.load((str(tmp_path / "d"),), run=rule_examples)
     assert "lfs-push" not in ids(rs) and "lfs-lock" in ids(rs)
     err = capfd.readouterr().err
     assert err.count("\n") == 1
@@ -131,7 +131,7 @@ def test_a_failing_override_leaves_the_earlier_rule_in_place(tmp_path):
             examples:
               refuse: ["git push origin main"]
         """)
-    rs = loader.load((str(tmp_path / "d"),))
+    rs = loader.load((str(tmp_path / "d"),), run=rule_examples)
     push = next(r for r in rs.rules if r["id"] == "git-push")
     assert push["source"].startswith("rules/commands/")
 
@@ -142,16 +142,17 @@ def test_a_failing_override_leaves_the_earlier_rule_in_place(tmp_path):
 def test_cache_is_keyed_by_content_not_mtime(tmp_path):
     f = write(tmp_path / "d" / "lfs.yaml", LFS)
     st = f.stat()
-    assert "lfs-push" in ids(loader.load((str(f.parent),)))
+    assert "lfs-push" in ids(loader.load((str(f.parent),), run=rule_examples))
     f.write_text(LFS.replace("lfs-push", "lfs-pish"))  # same size
     os.utime(f, ns=(st.st_atime_ns, st.st_mtime_ns))
-    assert "lfs-pish" in ids(loader.load((str(f.parent),)))
+    assert "lfs-pish" in ids(loader.load((str(f.parent),), run=rule_examples))
 
 
 def test_the_hot_path_does_not_import_yaml_once_cached(tmp_path):
     d = write(tmp_path / "d" / "lfs.yaml", LFS).parent
-    loader.load((str(d),))
-    code = (f"import sys; from guard.ruleset import load as loader; rs = loader.load(({str(d)!r},)); "
+    loader.load((str(d),), run=rule_examples)
+    code = (f"import sys; from guard.engine import rule_examples; from guard.ruleset import load as loader; "
+            f"rs = loader.load(({str(d)!r},), run=rule_examples); "
             "print(len(rs.rules), 'yaml' in sys.modules, 'guard.ruleset.compile' in sys.modules)")
     out = subprocess.run([sys.executable, "-c", code], capture_output=True, text=True, env=os.environ, check=True)
     n, has_yaml, has_authoring = out.stdout.split()
@@ -164,10 +165,10 @@ def test_the_hot_path_does_not_import_yaml_once_cached(tmp_path):
 def test_broken_edit_keeps_the_last_good_set_and_says_so_once(tmp_path, capfd):
     f = write(tmp_path / "d" / "lfs.yaml", LFS)
     d = str(f.parent)
-    assert "lfs-push" in ids(loader.load((d,)))
+    assert "lfs-push" in ids(loader.load((d,), run=rule_examples))
     f.write_text(LFS.replace("match: {program: git,", "match: {program: git"))  # YAML error
-    rs1 = loader.load((d,))
-    rs2 = loader.load((d,))
+    rs1 = loader.load((d,), run=rule_examples)
+    rs2 = loader.load((d,), run=rule_examples)
     assert "lfs-push" in ids(rs1) and ids(rs1) == ids(rs2)
     assert rs1.errors == [] and rs1.fallback
     err = capfd.readouterr().err.splitlines()
@@ -178,17 +179,17 @@ def test_broken_edit_keeps_the_last_good_set_and_says_so_once(tmp_path, capfd):
 def test_schema_mistake_also_keeps_the_last_good_set(tmp_path, capfd):
     f = write(tmp_path / "d" / "lfs.yaml", LFS)
     d = str(f.parent)
-    loader.load((d,))
+    loader.load((d,), run=rule_examples)
     f.write_text(LFS.replace("category: publish", "category: pubish"))
-    rs = loader.load((d,))
+    rs = loader.load((d,), run=rule_examples)
     assert next(r for r in rs.rules if r["id"] == "lfs-push")["category"] == "publish"
     assert f"{f}:4:15: rules[0].category: expected one of publish" in capfd.readouterr().err
 
 
 def test_without_any_good_set_the_shipped_rules_answer(tmp_path, capfd):
     f = write(tmp_path / "d" / "lfs.yaml", LFS.replace("category: publish", "category: pubish"))
-    rs = loader.load((str(f.parent),))
-    assert ids(rs) == ids(loader.load()) and "lfs-push" not in ids(rs)
+    rs = loader.load((str(f.parent),), run=rule_examples)
+    assert ids(rs) == ids(loader.load(run=rule_examples)) and "lfs-push" not in ids(rs)
     assert rs.errors and rs.fallback.endswith("; using the shipped rules (no good rule set was loaded before)")
     v = verdict("git push", str(f.parent))  # a shell answers with the shipped rules
     assert v.rule == "git-push"
@@ -207,11 +208,11 @@ def test_check_without_any_good_set_is_a_configuration_error(tmp_path):
 def test_fixing_the_file_brings_the_new_set(tmp_path, capfd):
     f = write(tmp_path / "d" / "lfs.yaml", LFS)
     d = str(f.parent)
-    loader.load((d,))
+    loader.load((d,), run=rule_examples)
     f.write_text("rules: [\n")
-    loader.load((d,))
+    loader.load((d,), run=rule_examples)
     f.write_text(LFS.replace("lfs-push", "lfs-push-v2"))
-    assert "lfs-push-v2" in ids(loader.load((d,)))
+    assert "lfs-push-v2" in ids(loader.load((d,), run=rule_examples))
 
 
 def test_check_answers_with_the_last_good_set_instead_of_a_configuration_error(tmp_path):
@@ -229,25 +230,25 @@ def test_check_answers_with_the_last_good_set_instead_of_a_configuration_error(t
 def test_a_compiler_crash_is_not_cached(tmp_path, monkeypatch, capfd):
     from guard.ruleset import compile as authoring
 
-    def boom(layers):
+    def boom(layers, run):
         raise RuntimeError("simulated")
 
     monkeypatch.setattr(authoring, "compile_for_load", boom)
-    rs = loader.load()
+    rs = loader.load(run=rule_examples)
     assert rs.errors == ["internal error while compiling rules: RuntimeError: simulated"]
     monkeypatch.undo()
     monkeypatch.setenv("XDG_CACHE_HOME", str(tmp_path / "cache"))
-    assert loader.load().errors == [] and len(loader.load().rules) > 40
+    assert loader.load(run=rule_examples).errors == [] and len(loader.load(run=rule_examples).rules) > 40
 
 
 def test_a_crash_after_a_good_load_answers_with_the_last_good_set(tmp_path, monkeypatch, capfd):
     from guard.ruleset import compile as authoring
 
     f = write(tmp_path / "d" / "lfs.yaml", LFS)
-    loader.load((str(f.parent),))
+    loader.load((str(f.parent),), run=rule_examples)
     f.write_text(LFS.replace("Push with", "Publish with"))
-    monkeypatch.setattr(authoring, "compile_for_load", lambda layers: 1 / 0)
-    rs = loader.load((str(f.parent),))
+    monkeypatch.setattr(authoring, "compile_for_load", lambda layers, run: 1 / 0)
+    rs = loader.load((str(f.parent),), run=rule_examples)
     assert "lfs-push" in ids(rs) and rs.errors == []
     assert "ZeroDivisionError" in capfd.readouterr().err
 
@@ -285,13 +286,13 @@ def test_a_settled_unchanged_rule_set_is_reused_after_forget_without_reading_the
     mine = write(tmp_path / "lfs.yaml", LFS)
     _settled(mine)
     ctx = _lfs_ctx(mine)
-    first = loader.load_for(ctx)
+    first = loader.load_for(ctx, rule_examples)
     calls = _counting_loads(monkeypatch)
     loader.forget(keep_unchanged=True)
-    assert loader.load_for(ctx) is first and calls == []
+    assert loader.load_for(ctx, rule_examples) is first and calls == []
     assert analyze("git lfs push origin feature", ctx).rule == "lfs-push"
     loader.forget()  # a plain forget is a fresh process: the files are read again
-    loader.load_for(ctx)
+    loader.load_for(ctx, rule_examples)
     assert calls == [1]
 
 
@@ -323,8 +324,8 @@ def test_a_broken_set_is_never_reused_so_its_warning_is_said_by_each_load(tmp_pa
     mine = write(tmp_path / "broken.yaml", "rules:\n  - id: x\n    categry: publish\n")
     _settled(mine)
     ctx = _lfs_ctx(mine)
-    loader.load_for(ctx)
+    loader.load_for(ctx, rule_examples)
     calls = _counting_loads(monkeypatch)
     loader.forget(keep_unchanged=True)
-    loader.load_for(ctx)
+    loader.load_for(ctx, rule_examples)
     assert calls  # read again (and the shipped rules behind it)

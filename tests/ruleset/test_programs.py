@@ -12,7 +12,7 @@ import pytest
 from guard import parse, resolve
 from guard.cli import rules as authoring
 from guard.context import Context
-from guard.engine import analyze
+from guard.engine import analyze, rule_examples
 from guard.policy import classify as classifier
 from guard.policy.facts import facts_for
 from guard.ruleset import compile as rcompile
@@ -30,7 +30,7 @@ CTX = dict(cwd="/workspace/app", trees=("/workspace",), env={"HOME": "/root"})
 
 def facts(command: str, rules: tuple[str, ...] = ()) -> list[dict]:
     ctx = Context.from_environ(rule_paths=rules, **CTX) if rules else Context.from_environ(**CTX)
-    rs = rload.load_for(ctx)
+    rs = rload.load_for(ctx, rule_examples)
     ctx = classifier.effective_context(ctx, rs)
     res = resolve.resolve(parse.parse(command), ctx)
     return [facts_for(inv, classifier.world_of(ctx, rs)) for inv in res.invocations]
@@ -158,7 +158,7 @@ def test_lint_flags_a_fact_the_named_program_can_never_have(tmp_path: Path) -> N
 def test_a_config_list_is_extended_with_a_plus_key(tmp_path: Path) -> None:
     f = tmp_path / "c.yaml"
     f.write_text("config:\n  token_vars+: [MY_TOKEN]\n")
-    rs = loader.load((str(f),), None)
+    rs = loader.load((str(f),), None, run=rule_examples)
     assert not rs.errors and {"MY_TOKEN", "GITHUB_TOKEN", "GITLAB_TOKEN"} <= set(rs.config["token_vars"])
     assert verdict("echo $MY_TOKEN", (str(f),)) == ("refuse", "token-variable")
     diags = _lint(tmp_path, "config:\n  strict+: [x]\n  token_vars+: [1x]\n")

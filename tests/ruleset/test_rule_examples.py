@@ -8,6 +8,7 @@ from __future__ import annotations
 
 import pytest
 
+from guard.engine import rule_examples
 from guard.ruleset import compile as rcompile
 from guard.ruleset import layers as rlayers
 
@@ -17,7 +18,7 @@ KNOWN: dict[str, str] = {}  # rule id → why its examples are expected to fail 
 
 
 def _compiled() -> rcompile.Compiled:
-    return rcompile.compile_files(rlayers.rule_layers((), None), examples="all")
+    return rcompile.compile_files(rlayers.rule_layers((), None), examples="all", run=rule_examples)
 
 
 COMPILED = _compiled()

@@ -12,6 +12,7 @@ from pathlib import Path
 import pytest
 
 from guard.context import Context
+from guard.engine import rule_examples
 from guard.ruleset import load
 from guard.shell import precheck
 from guard.system import planfile
@@ -30,7 +31,7 @@ def fresh(monkeypatch: pytest.MonkeyPatch, tmp_path: Path) -> Iterator[None]:
 
 
 def _ids(f: Path) -> set[str]:
-    rs = load.load_for(Context(cwd="/", rule_paths=(str(f),), config_path=None))
+    rs = load.load_for(Context(cwd="/", rule_paths=(str(f),), config_path=None), rule_examples)
     return {r["id"] for r in rs.rules}
 
 
@@ -45,7 +46,7 @@ def _settled(tmp_path: Path, name: str) -> Path:
 def test_a_trusted_layering_is_taken_on_its_stamp_only_while_the_watch_is_quiet(tmp_path: Path) -> None:
     f = _settled(tmp_path, "frob")
     key = ((str(f),), None)
-    assert load.settle(*key)
+    assert load.settle(*key, rule_examples)
     quiet = [True]
     load.trust({key}, lambda: quiet[0])
     f.write_text(RULE % ("frobnicate", "frobnicate"))  # a new stamp: only a look at the file sees it
@@ -59,7 +60,7 @@ def test_a_trusted_layering_is_taken_on_its_stamp_only_while_the_watch_is_quiet(
 def test_trust_ends_with_a_full_forget_and_covers_only_the_layerings_named(tmp_path: Path) -> None:
     f = _settled(tmp_path, "frob")
     key = ((str(f),), None)
-    assert load.settle(*key)
+    assert load.settle(*key, rule_examples)
     load.trust({((), None)}, lambda: True)  # another layering
     f.write_text(RULE % ("frobnicate", "frobnicate"))
     load.forget(keep_unchanged=True)
@@ -77,7 +78,7 @@ def test_a_trusted_layerings_precheck_plan_comes_from_memory_only_while_the_watc
     f = _settled(tmp_path, "frob")
     key = ((str(f),), None)
     env = {"GUARD_RULES": str(f)}
-    assert load.settle(*key)
+    assert load.settle(*key, rule_examples)
     os.unlink(planfile.plan_file(*key))  # only a plan held in memory is found now
     assert planfile.current_plan(env) is None
     quiet = [True]
@@ -98,7 +99,7 @@ def test_a_trusted_layering_is_loaded_without_opening_a_file(tmp_path: Path, mon
     (the server left it for that stamp); once the watch has fired, both are looked at again."""
     f = _settled(tmp_path, "frob")
     key = ((str(f),), None)
-    assert load.settle(*key)
+    assert load.settle(*key, rule_examples)
     quiet = [True]
     load.trust({key}, lambda: quiet[0])
     load.forget(keep_unchanged=True)
@@ -120,15 +121,15 @@ def test_a_trusted_layering_is_loaded_without_opening_a_file(tmp_path: Path, mon
 def test_settle_is_false_for_broken_files_and_afresh_reads_an_edit_that_kept_the_stamp(tmp_path: Path) -> None:
     f = _settled(tmp_path, "frob")
     key = ((str(f),), None)
-    assert load.settle(*key)
+    assert load.settle(*key, rule_examples)
     old = f.stat().st_mtime_ns
     f.write_text(RULE % ("frab", "frab"))  # the same size, the mtime put back: the stamp holds
     os.utime(f, ns=(old, old))
     load.forget(keep_unchanged=True)
     assert "no-frob" in _ids(f)  # on its stamp
     load.forget(keep_unchanged=True)
-    assert load.settle(*key, afresh=True)
+    assert load.settle(*key, rule_examples, afresh=True)
     assert "no-frab" in _ids(f)
     f.write_text("rules: [ {id: x, match: {program: 3}\n")
     load.forget(keep_unchanged=True)
-    assert not load.settle(*key)
+    assert not load.settle(*key, rule_examples)

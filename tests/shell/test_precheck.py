@@ -9,7 +9,7 @@ import os
 import pytest
 
 from guard.context import Context
-from guard.engine import analyze
+from guard.engine import analyze, rule_examples
 from guard.ruleset import derived as rderived
 from guard.ruleset import layers as rlayers
 from guard.ruleset import load as loader
@@ -17,7 +17,7 @@ from guard.shell.precheck import trivially_allowed as _trivially_allowed
 from tests.conftest import REPO, SHARED
 
 PROJECTS = str(REPO / "fixtures" / "projects")
-SHIPPED = rderived.derived(loader.load((), None)).precheck  # the plan the shipped rules give
+SHIPPED = rderived.derived(loader.load((), None, run=rule_examples)).precheck  # the plan the shipped rules give
 
 
 def trivially_allowed(command: str, env=None, shadowed=(), plan=SHIPPED) -> bool:
@@ -127,11 +127,11 @@ rules:
 def test_a_user_rule_on_a_program_takes_it_off_the_precheck_and_a_program_less_rule_turns_it_off(tmp_path) -> None:
     f = tmp_path / "mine.yaml"
     f.write_text(USER_RULES.split("  - id: no-loose-grep")[0])
-    plan = rderived.derived(loader.load((str(f),), None)).precheck
+    plan = rderived.derived(loader.load((str(f),), None, run=rule_examples)).precheck
     assert "touch" not in plan.programs and "ls" in plan.programs
     assert not trivially_allowed("touch notes.txt", plan=plan) and trivially_allowed("ls notes.txt", plan=plan)
     f.write_text(USER_RULES)
-    assert not rderived.derived(loader.load((str(f),), None)).precheck.programs
+    assert not rderived.derived(loader.load((str(f),), None, run=rule_examples)).precheck.programs
 
 
 def test_every_rule_example_gets_the_same_verdict_through_guard_shell_as_through_guard_check(

@@ -53,6 +53,7 @@ class Case:
 def rule_set(paths: list[str]) -> Any:
     """The rule set these paths give (see the module's docstring); UsageError when it does not
     compile."""
+    from guard.engine import rule_examples
     from guard.ruleset import layers as rulelayers
     from guard.ruleset import load as loader
 
@@ -65,7 +66,7 @@ def rule_set(paths: list[str]) -> Any:
     else:
         layers = [rulelayers.tree_layer(Path(whole[0]), whole[0])]
         layers += rulelayers.rule_layers(tuple(p for p in paths if p != whole[0]), None)[1:]
-    rs = loader.compile_layers(layers)
+    rs = loader.compile_layers(layers, rule_examples)
     if rs.errors:
         raise UsageError(f"{' '.join(paths) or 'the shipped rules'}: {rs.errors[0]}")
     return rs

@@ -43,10 +43,10 @@ def _quietly(fn: Callable[[], T]) -> T:
 def _rule_set() -> Any:
     """The loaded rule set, or None when it cannot be loaded."""
     from guard.context import Context
-    from guard.ruleset.load import load_for
+    from guard.engine import rules_for
 
     try:
-        return _quietly(lambda: load_for(Context.from_environ()))
+        return _quietly(lambda: rules_for(Context.from_environ()))
     except Exception:
         return None
 
