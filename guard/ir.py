@@ -224,10 +224,24 @@ class Script:
 
 # --------------------------------------------------------------------------- resolve layer
 
+# What an invocation is. Nearly every one runs a program (RUN); the walk also records what runs
+# none but still reads, writes or sends something: a bare assignment's expansions, a redirection
+# on a compound command, an HTTP request or an environment read made by inline code.
+RUN = "run"
+ASSIGN = "assign"
+REDIRECT = "redirect"
+HTTP = "http"
+ENV_READ = "env-read"
+# The name an invocation that runs no program goes by where a program name stands: in a program
+# spec's and a rule's ``program:`` (``"<http>"`` in rules/programs/http.yaml), in reports, in
+# ``guard check --json``.
+KIND_NAMES = {ASSIGN: ":assign", REDIRECT: "<redirect>", HTTP: "<http>", ENV_READ: "<env-read>"}
+
 
 @dataclass(frozen=True)
 class Invocation:
-    """One program the command would run.
+    """One program the command would run, or (``kind`` other than RUN) one thing it does without
+    running a program, named by ``KIND_NAMES``.
 
     ``program`` is the basename with any directory and ``.exe`` stripped (``git``), or a string
     containing UNKNOWN when the name is dynamic. ``argv[0]`` is the name as written. ``cwd`` is an
@@ -256,6 +270,7 @@ class Invocation:
     removed: tuple[str, ...] = ()  # paths the command deleted before this one ran (rm -rf x/.git)
     cloned: tuple[str, ...] = ()  # repositories the command cloned or created before this one ran
     facts: dict[str, Any] = field(default_factory=dict)
+    kind: str = RUN
 
 
 @dataclass(frozen=True)

@@ -3,7 +3,7 @@
 from __future__ import annotations
 
 from guard.context import Context
-from guard.ir import UNKNOWN, Invocation, Resolution, Script, Verdict
+from guard.ir import ENV_READ, HTTP, UNKNOWN, Invocation, Resolution, Script, Verdict
 
 # Imported here rather than inside classify: every module below is needed by the first
 # classification anyway, and an import statement in a function costs about 0.7 µs per call.
@@ -330,9 +330,9 @@ def _what(inv: Invocation, facts: dict, programs: dict | None = None) -> str:
         elif facts.get("action") and (wa is True or (wa and facts["subcommand"] in wa)):
             text += f" {facts['action']}"
     elif "http_method" in facts and facts.get("url"):
-        name = "an HTTP" if prog == "<http>" else prog
+        name = "an HTTP" if inv.kind == HTTP else prog
         text = f"{name} {facts['http_method']} {redact_url(facts['url'])}"
-    elif prog == "<env-read>":
+    elif inv.kind == ENV_READ:
         text = f"reading {inv.argv[1] if len(inv.argv) > 1 else 'the environment'}"
     else:
         text = " ".join(inv.argv)

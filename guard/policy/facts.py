@@ -12,7 +12,7 @@ import re
 from collections.abc import Mapping
 from functools import lru_cache
 
-from guard.ir import UNKNOWN, Invocation
+from guard.ir import ENV_READ, KIND_NAMES, UNKNOWN, Invocation
 from guard.record import dataclass
 from guard.resolve import paths
 from guard.ruleset.model import Forge
@@ -461,11 +461,11 @@ def token_facts(inv: Invocation, world: World) -> dict:
     facts: dict = {}
     if inv.var_refs:
         refs = set(inv.var_refs)
-        if inv.program == "<env-read>":
+        if inv.kind == ENV_READ:
             facts["token_ref"] = bool(refs & world.token_vars) or "*" in refs
         elif refs & world.token_vars:
             facts["token_ref"] = True
-    elif inv.program == "<env-read>":
+    elif inv.kind == ENV_READ:
         facts["token_ref"] = False
     prog = inv.program
     args = inv.argv[1:]
@@ -563,7 +563,7 @@ _FILE_PROGRAMS = WRITERS | COPIERS | {"pip", "pip3", "uv"}  # those file_facts l
 
 # The programs token_facts and file_facts test by name (beyond MENTION_ONLY): facts_for takes
 # its short way only for the others.
-_OWN_FACTS = frozenset({"<env-read>", "printenv", "find", "bfs", "git", *ENV_DUMPERS, *SEARCHERS, *_FILE_PROGRAMS})
+_OWN_FACTS = frozenset({KIND_NAMES[ENV_READ], "printenv", "find", "bfs", "git", *ENV_DUMPERS, *SEARCHERS, *_FILE_PROGRAMS})
 
 
 def file_facts(inv: Invocation, world: World) -> dict:

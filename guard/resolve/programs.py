@@ -9,7 +9,7 @@ from functools import lru_cache
 
 import guard.resolve.files as files
 import guard.resolve.sourced as sourced
-from guard.ir import UNKNOWN, Invocation
+from guard.ir import ENV_READ, HTTP, KIND_NAMES, UNKNOWN, Invocation
 from guard.resolve import paths
 from guard.resolve.inline import analyze_inline, interpreter_lang  # not an import per command
 from guard.resolve.projects import parse_makefile, shell_calls
@@ -850,10 +850,10 @@ def inline_findings(
         elif f.kind == "shell" and f.shell:
             w.string_in(f.shell, _child(st, fcwd, env), Frame(sub_fr.via, sub_fr.depth, "sh"))
         elif f.kind == "http":
-            w.emit(Call(("<http>", f.method or "GET", f.url), st, sub_fr, env, cwd=fcwd), "<http>",
-                   {"http": {"method": f.method or "GET", "url": f.url, "body": f.body}})
+            w.emit(Call((KIND_NAMES[HTTP], f.method or "GET", f.url), st, sub_fr, env, cwd=fcwd),
+                   facts={"http": {"method": f.method or "GET", "url": f.url, "body": f.body}}, kind=HTTP)
         elif f.kind == "token":
-            w.emit(Call(("<env-read>", f.var), st, sub_fr, env, refs=[f.var], cwd=fcwd), "<env-read>")
+            w.emit(Call((KIND_NAMES[ENV_READ], f.var), st, sub_fr, env, refs=[f.var], cwd=fcwd), kind=ENV_READ)
         elif f.kind == "gitlib":
             gitargv = tuple(f.argv) if f.argv else ("git", f.op or UNKNOWN)
             w.emit(Call(gitargv, st, sub_fr, env, cwd=fcwd), "git")

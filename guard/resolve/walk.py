@@ -11,6 +11,10 @@ import guard.resolve.programs as programs
 import guard.resolve.sourced as sourced
 from guard.context import Context
 from guard.ir import (
+    ASSIGN,
+    KIND_NAMES,
+    REDIRECT,
+    RUN,
     UNKNOWN,
     AndOr,
     CmdSub,
@@ -121,7 +125,7 @@ class Walker:
         try:
             self.redirects(rs, st, fr)
             if self.reads:
-                self.emit(Call(("<", *self.reads), st, fr, {}), "<redirect>")
+                self.emit(Call(("<", *self.reads), st, fr, {}), kind=REDIRECT)
         finally:
             self.reads = outer
 
@@ -252,7 +256,7 @@ class Walker:
         if not words:
             st.vars.update(assigned)
             if refs:
-                self.emit(Call(("",), st, fr, {}, stdin, writes, refs, n.pos), ":assign")
+                self.emit(Call(("",), st, fr, {}, stdin, writes, refs, n.pos), kind=ASSIGN)
             return None
         if not argv:
             # every word expanded to nothing (e.g. "$EMPTY"): nothing runs
@@ -562,10 +566,11 @@ class Walker:
 
     # ------------------------------------------------------------------ output
 
-    def emit(self, call: Call, program: str | None = None, facts: dict | None = None) -> None:
-        """Record ``call`` as an Invocation (``program`` when its basename was already taken)."""
+    def emit(self, call: Call, program: str | None = None, facts: dict | None = None, kind: str = RUN) -> None:
+        """Record ``call`` as an Invocation (``program`` when its basename was already taken; a
+        ``kind`` that runs no program goes by its name in ``KIND_NAMES``)."""
         argv, st, env, refs = call.argv, call.st, call.env, call.refs
-        prog = program or (basename(argv[0]) if argv else "")
+        prog = KIND_NAMES[kind] if kind is not RUN else program or (basename(argv[0]) if argv else "")
         if st.exported:
             merged = dict(st.exported)
             merged.update(env)
@@ -574,7 +579,7 @@ class Walker:
         # the empty cases (no refs, reads, removals or clones: nearly every invocation) as
         # literals, not as tuples built from empty containers
         # positionally, in the field order of Invocation (program, argv, cwd, env, via, stdin,
-        # pipe_to, writes, var_refs, pos, lang, reads, removed, cloned, facts): one is made per
+        # pipe_to, writes, var_refs, pos, lang, reads, removed, cloned, facts, kind): one is made per
         # program run, and fifteen keywords cost more to bind than the record's fields to fill
         self.sink.invocations.append(
             Invocation(
@@ -593,6 +598,7 @@ class Walker:
                 tuple(st.fx.removed) if st.fx.removed else (),
                 tuple(st.fx.cloned) if st.fx.cloned else (),
                 facts or {},
+                kind,
             )
         )
 
@@ -646,7 +652,7 @@ def _piped(inv: Invocation, later: tuple[tuple[str, ...], ...]) -> Invocation:
     pipeline gives every stage's invocations their ``pipe_to``, and the generic ``replace``
     bound sixteen keyword arguments for each."""
     return Invocation(inv.program, inv.argv, inv.cwd, inv.env, inv.via, inv.stdin, later, inv.writes, inv.var_refs,
-                      inv.pos, inv.lang, inv.reads, inv.removed, inv.cloned, inv.facts)
+                      inv.pos, inv.lang, inv.reads, inv.removed, inv.cloned, inv.facts, inv.kind)
 
 
 # The frame a command's walk starts in: frames are never changed once made, so every walk
