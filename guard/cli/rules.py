@@ -101,7 +101,7 @@ def cmd_lint(t: Target, out: Any) -> int:
 def _on_trial(rs: Any) -> list[tuple[str, str]]:
     """The refusing rules whose action here (config, GUARD_MODE) is warn or observe."""
     mode, _ = mode_of(os.environ.get("GUARD_MODE"))
-    actions = [(r["id"], effective(r, rs.config, mode)[0]) for r in rs.rules if r.get("verdict") != "allow"]
+    actions = [(r.id, effective(r, rs.config, mode)[0]) for r in rs.rules if r.verdict != "allow"]
     return [(rid, a) for rid, a in actions if a != "refuse"]
 
 
@@ -138,19 +138,19 @@ def cmd_list(t: Target, out: Any) -> int:
         rs = c.ruleset
     else:
         rs = compile_for_load(t.layers, rule_examples)  # what the loader would use: without rules whose examples fail
-    width = max([len(r["id"]) for r in rs.rules] + [len(a["id"]) for a in rs.annotations] + [10])
+    width = max([len(r.id) for r in rs.rules] + [len(a["id"]) for a in rs.annotations] + [10])
     mode, mode_note = mode_of(os.environ.get("GUARD_MODE"))
     if mode_note:
         print(f"guard: {mode_note}", file=sys.stderr)
     print(f"{'id':<{width}}  {'verdict':<12}  {'action':<8}  {'tool':<13}  source", file=out)
     for r in rs.rules:
-        allow = r.get("verdict") == "allow"
-        verdict = "allow" if allow else str(r.get("category"))
+        allow = r.verdict == "allow"
+        verdict = "allow" if allow else str(r.category)
         action = "-" if allow else effective(r, rs.config, mode)[0]  # what a match does here and now
         note = ""
-        if r["id"] in c.replaced:
-            note = "  (replaces " + ", ".join(c.replaced[r["id"]]) + ")"
-        print(f"{r['id']:<{width}}  {verdict:<12}  {action:<8}  {r.get('tool') or '-':<13}  {r['source']}{note}",
+        if r.id in c.replaced:
+            note = "  (replaces " + ", ".join(c.replaced[r.id]) + ")"
+        print(f"{r.id:<{width}}  {verdict:<12}  {action:<8}  {r.tool or '-':<13}  {r.source}{note}",
               file=out)
     for d in rs.disabled:
         print(f"{d['id']:<{width}}  {'disabled':<12}  {'-':<8}  {'-':<13}  {d['source']}  (by {d['by']})", file=out)

@@ -215,7 +215,7 @@ def rules_line(env: dict[str, str]) -> str:
 
     rs = rules_for(Context.from_environ(env=env))
     mode, note = mode_of(env.get("GUARD_MODE"))
-    actions = [(r["id"], effective(r, rs.config, mode)[0]) for r in rs.rules if r.get("verdict") != "allow"]
+    actions = [(r.id, effective(r, rs.config, mode)[0]) for r in rs.rules if r.verdict != "allow"]
     trial = [f"{rid} ({a})" for rid, a in actions if a != "refuse"]
     line = f"rules: {sum(a == 'refuse' for _, a in actions)} refuse"
     line += f"; on trial, not refusing: {', '.join(trial)}" if trial else "; none on trial"

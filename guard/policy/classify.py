@@ -13,7 +13,7 @@ from guard.policy.messages import render
 from guard.record import replace
 from guard.ruleset.actions import STRENGTH, WARNING, effective, mode_of
 from guard.ruleset.derived import Derived, derived
-from guard.ruleset.model import RuleSet, per_set
+from guard.ruleset.model import Rule, RuleSet, per_set
 from guard.ruleset.programs import spec_for
 from guard.text.redact import redact_known, redact_url, secrets_in
 
@@ -81,11 +81,11 @@ class Hit:
 
     __slots__ = ("rank", "index", "rule", "inv", "facts", "unknown")
 
-    def __init__(self, rank: int, index: int, rule: dict, inv: Invocation, facts: dict, unknown: bool) -> None:
+    def __init__(self, rank: int, index: int, rule: Rule, inv: Invocation, facts: dict, unknown: bool) -> None:
         self.rank, self.index, self.rule, self.inv, self.facts, self.unknown = rank, index, rule, inv, facts, unknown
 
     def __repr__(self) -> str:
-        return f"Hit({self.rule.get('id')!r} on {self.inv.argv!r}, rank {self.rank}, index {self.index})"
+        return f"Hit({self.rule.id!r} on {self.inv.argv!r}, rank {self.rank}, index {self.index})"
 
 
 def classify(script: Script, res: Resolution, ctx: Context, rs: RuleSet) -> Verdict:
@@ -152,12 +152,12 @@ def classify(script: Script, res: Resolution, ctx: Context, rs: RuleSet) -> Verd
     hits = [h for h in hits if compiled.action_of(h.rule, mode) == action]
     others = []
     for h in hits[1:]:
-        cat = h.rule.get("category")
-        if cat != rule.get("category") and cat not in [o[0] for o in others]:
+        cat = h.rule.category
+        if cat != rule.category and cat not in [o[0] for o in others]:
             others.append((cat, _what(h.inv, h.facts, world.programs)))
-    tool = rule.get("tool")
+    tool = rule.tool
     # the call is filled from every invocation answered by the same tool (git add A && git commit -m M)
-    fills = [(h.inv, h.facts) for h in sorted(hits, key=lambda h: h.index) if tool and h.rule.get("tool") == tool]
+    fills = [(h.inv, h.facts) for h in sorted(hits, key=lambda h: h.index) if tool and h.rule.tool == tool]
     message = render(rule, inv, facts, ctx, rs.config, _what(inv, facts, world.programs), unknown=unknown,
                      others=others, scanned=script.parser == "scan", fills=fills or None)
     secrets = secrets_in(script.source)  # pieces of a credential the parser handed on apart
@@ -167,14 +167,14 @@ def classify(script: Script, res: Resolution, ctx: Context, rs: RuleSet) -> Verd
         message = WARNING + message.removeprefix("Refused: ").replace(" Also refused: ", " Also: ")
     return Verdict(
         "refuse" if action == "refuse" else "allow",
-        category=rule.get("category"),
-        rule=rule["id"],
-        tool=rule.get("tool"),
+        category=rule.category,
+        rule=rule.id,
+        tool=rule.tool,
         message=message,
         invocations=tuple(out),
         unresolved=tuple(notes),
         parser=script.parser,
-        rule_source=rule.get("source"),
+        rule_source=rule.source,
         matched=inv,
         also=tuple(o[0] for o in others),
         in_tree=tuple(places),
@@ -195,7 +195,7 @@ class _Compiled:
         self.rs = rs
         self.derived: Derived = derived(rs)
         # the order rules are tried: by ``priority`` (higher first), then as written
-        self.ordered = sorted(rs.rules, key=lambda r: -int(r.get("priority", 0)))
+        self.ordered = sorted(rs.rules, key=lambda r: -r.priority)
         self.by_program: dict[str, tuple[list[tuple], list[tuple], frozenset[str] | None]] = {}
         # per program: its refusing rules' gate facts, and by the values an invocation has for
         # them, the rules whose gates those values pass (``_passing``)
@@ -206,14 +206,14 @@ class _Compiled:
         # (rule id, GUARD_MODE) → (action, where it comes from): config and rule are fixed per set
         self.actions: dict[tuple[str, str | None], tuple[str, str]] = {}
 
-    def action_with_source(self, rule: dict, mode: str | None) -> tuple[str, str]:
-        key = (rule["id"], mode)
+    def action_with_source(self, rule: Rule, mode: str | None) -> tuple[str, str]:
+        key = (rule.id, mode)
         got = self.actions.get(key)
         if got is None:
             got = self.actions[key] = effective(rule, self.rs.config, mode)
         return got
 
-    def action_of(self, rule: dict, mode: str | None) -> str:
+    def action_of(self, rule: Rule, mode: str | None) -> str:
         return self.action_with_source(rule, mode)[0]
 
     def is_quiet(self, program: str, world: World) -> bool:
@@ -298,14 +298,14 @@ def _candidates(rs: RuleSet, program: str) -> tuple[list[tuple], list[tuple], fr
         allows: list[tuple] = []
         refusals: list[tuple] = []
         for rule in compiled.ordered:
-            want = rule.get("match", {}).get("program")
+            want = rule.match.get("program")
             if want is None or program == want or (isinstance(want, list) and program in want):
-                checks = compile_cond(rule["match"])
-                if rule.get("verdict") == "allow":
-                    ex = rule.get("exempts") or compiled.derived.default_exempt
+                checks = compile_cond(rule.match)
+                if rule.verdict == "allow":
+                    ex = rule.exempts or compiled.derived.default_exempt
                     allows.append((rule, tuple(precedence if ex == "all" else ex), checks))
                 else:
-                    cat = rule.get("category", "read-probe")
+                    cat = rule.category or "read-probe"
                     gate = next(((key, wants) for key, special, wants in checks
                                  if not special and key != "program"), (None, ()))
                     refusals.append((rule, cat, precedence.index(cat) if cat in precedence else 99, checks, *gate))

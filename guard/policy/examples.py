@@ -9,7 +9,7 @@ from collections.abc import Mapping
 from typing import Any
 
 from guard.ruleset.examples import ExampleResult, example_context
-from guard.ruleset.model import RuleSet
+from guard.ruleset.model import Rule, RuleSet
 from guard.ruleset.schema import vocabulary
 
 TYPE_CHECKING = False
@@ -47,10 +47,10 @@ def run_rule_examples(e: Entry, rs: RuleSet) -> list[ExampleResult]:
     from guard.record import replace
 
     ex = e.rule.get("examples") or {}
-    rule = next((r for r in rs.rules if r.get("source") == e.source), None)
+    rule = next((r for r in rs.rules if r.source == e.source), None)
     if rule is None or not isinstance(ex, dict):
         return []
-    alone = replace(rs, rules=[rule]) if rule.get("verdict") != "allow" else None
+    alone = replace(rs, rules=[rule]) if rule.verdict != "allow" else None
     out = []
     for kind in ("refuse", "allow"):
         for i, item in enumerate(ex.get(kind) or []):
@@ -62,18 +62,18 @@ def run_rule_examples(e: Entry, rs: RuleSet) -> list[ExampleResult]:
                     if ok and not ok_alone:
                         ok, why = False, f"alone, {why_alone} (in the effective set another rule hides this)"
                     elif not ok and ok_alone:
-                        why += f"; alone, {rule['id']} gets it right: another rule changes the verdict"
+                        why += f"; alone, {rule.id} gets it right: another rule changes the verdict"
             except Exception as err:  # noqa: BLE001 — an engine bug is a failing example, not a crash
                 ok, why = False, f"the engine raised {type(err).__name__}: {err}"
             out.append(ExampleResult(e, kind, i, command, ok, why))
     return out
 
 
-def judge_example(rule: Mapping[str, Any], kind: str, command: str, ctx: Any, rs: RuleSet) -> tuple[bool, str]:
+def judge_example(rule: Rule, kind: str, command: str, ctx: Any, rs: RuleSet) -> tuple[bool, str]:
     """Does one example hold? (ok, why not)."""
     v, res, ectx = analyze_with(command, ctx, rs)
-    rid = rule["id"]
-    allow_rule = rule.get("verdict") == "allow"
+    rid = rule.id
+    allow_rule = rule.verdict == "allow"
     q = json.dumps(command, ensure_ascii=False)
     # a rule on trial (warn, observe) is judged on what it matches: its examples hold in every mode
     refused = v.verdict == "refuse" or v.action in ("warn", "observe")
@@ -92,7 +92,7 @@ def judge_example(rule: Mapping[str, Any], kind: str, command: str, ctx: Any, rs
         left = _unfilled(rule, v, res, ectx, rs)
         if left:
             return False, (f"{q} names {', '.join(left)}, but the message leaves {'them' if len(left) > 1 else 'it'} out of "
-                           f"{rule.get('tool')}'s call; use {{tool_call}} (or {{{left[0]}}}) so the agent gets the value")
+                           f"{rule.tool}'s call; use {{tool_call}} (or {{{left[0]}}}) so the agent gets the value")
         return True, ""
     if refused:
         beaten = _beaten_by(rule, v, res, ectx, rs)
@@ -102,16 +102,16 @@ def judge_example(rule: Mapping[str, Any], kind: str, command: str, ctx: Any, rs
     return False, f"{q} was allowed; expected {rid} to refuse it" + _why_not(rule, res, ectx, rs)
 
 
-def _unfilled(rule: Mapping[str, Any], v: Any, res: Any, ctx: Any, rs: RuleSet) -> list[str]:
+def _unfilled(rule: Rule, v: Any, res: Any, ctx: Any, rs: RuleSet) -> list[str]:
     """The arguments the rule's tool declares (config ``tools: NAME: args``) that the command names
     but the message does not fill."""
     from guard.policy.messages import unfilled
 
-    if not rule.get("tool"):
+    if not rule.tool:
         return []
     pairs = [(inv, f) for inv, f in _invocation_facts(res, ctx, rs) if inv.cwd == v.matched.cwd]
     repo_path = next((f.get("repo_path") for inv, f in pairs if inv == v.matched), None) or v.matched.cwd
-    return unfilled(dict(rule), pairs, rs.config, ctx.trees, repo_path)
+    return unfilled(rule, pairs, rs.config, ctx.trees, repo_path)
 
 
 def _invocation_facts(res: Any, ctx: Any, rs: RuleSet) -> list[tuple[Any, dict[str, Any]]]:
@@ -122,31 +122,31 @@ def _invocation_facts(res: Any, ctx: Any, rs: RuleSet) -> list[tuple[Any, dict[s
     return [(inv, facts_for(inv, world)) for inv in res.invocations]
 
 
-def _beaten_by(rule: Mapping[str, Any], v: Any, res: Any, ctx: Any, rs: RuleSet) -> str:
+def _beaten_by(rule: Rule, v: Any, res: Any, ctx: Any, rs: RuleSet) -> str:
     """When ``rule`` matches too but another rule won: why that one wins, else ""."""
     from guard.policy.match import match
 
-    other = next((r for r in rs.rules if r.get("id") == v.rule), {})
+    other = next((r for r in rs.rules if r.id == v.rule), None)
     pairs = _invocation_facts(res, ctx, rs)
     same = [f for inv, f in pairs if inv == v.matched]
-    if any(match(rule["match"], f) == "yes" for f in same):
-        mine, theirs = int(rule.get("priority", 0)), int(other.get("priority", 0))
+    if any(match(rule.match, f) == "yes" for f in same):
+        mine, theirs = rule.priority, other.priority if other is not None else 0
         if theirs != mine:
             return (f"both match and {v.rule} is tried first (priority {theirs} > {mine}); "
                     "raise this rule's priority or narrow the other")
         return (f"both match and {v.rule} is tried first (same priority, earlier in the effective order); "
                 "give this rule a higher priority")
-    if any(match(rule["match"], f) == "yes" for _, f in pairs):
+    if any(match(rule.match, f) == "yes" for _, f in pairs):
         return (f"{rid_of(rule)} matches another part of the command, and {v.category} outranks "
-                f"{rule.get('category')} (precedence {' > '.join(vocabulary()['categories'])})")
+                f"{rule.category} (precedence {' > '.join(vocabulary()['categories'])})")
     return ""
 
 
-def rid_of(rule: Mapping[str, Any]) -> str:
-    return str(rule.get("id"))
+def rid_of(rule: Rule) -> str:
+    return rule.id
 
 
-def _why_not(rule: Mapping[str, Any], res: Any, ctx: Any, rs: RuleSet) -> str:
+def _why_not(rule: Rule, res: Any, ctx: Any, rs: RuleSet) -> str:
     """Why a rule did not decide: it does not match (with the facts), or an allow rule exempts it."""
     from guard.ir import UNKNOWN
     from guard.policy.match import match
@@ -154,17 +154,17 @@ def _why_not(rule: Mapping[str, Any], res: Any, ctx: Any, rs: RuleSet) -> str:
     pairs = _invocation_facts(res, ctx, rs)
     if not pairs:
         return "; the command runs no program guard sees"
-    cat = rule.get("category")
+    cat = rule.category
     for inv, facts in pairs:
-        m = match(rule["match"], facts)
+        m = match(rule.match, facts)
         if m is None:
             continue
         if m == "unknown":
-            return f"; {rule['id']} matches {' '.join(inv.argv).replace(UNKNOWN, '…')} only if an unknown path is in the tree"
+            return f"; {rule.id} matches {' '.join(inv.argv).replace(UNKNOWN, '…')} only if an unknown path is in the tree"
         for other in rs.rules:
-            if other.get("verdict") == "allow" and cat in (other.get("exempts") or vocabulary()['default_exempt']) \
-                    and match(other["match"], facts) == "yes":
-                return f"; {rule['id']} matches but allow rule {other['id']} ({other.get('source')}) exempts it"
-        return f"; {rule['id']} matches {' '.join(inv.argv).replace(UNKNOWN, '…')}"
+            if other.verdict == "allow" and cat in (other.exempts or vocabulary()['default_exempt']) \
+                    and match(other.match, facts) == "yes":
+                return f"; {rule.id} matches but allow rule {other.id} ({other.source}) exempts it"
+        return f"; {rule.id} matches {' '.join(inv.argv).replace(UNKNOWN, '…')}"
     shown_ = "; ".join(f"{' '.join(inv.argv)}: {_facts_text(f)}".replace(UNKNOWN, "…") for inv, f in pairs[:3])
-    return f"; {rule['id']} does not match it (facts: {shown_})"
+    return f"; {rule.id} does not match it (facts: {shown_})"

@@ -20,6 +20,8 @@ TYPE_CHECKING = False
 if TYPE_CHECKING:  # typing costs ~2-7 ms to import on the command path
     from typing import Any
 
+    from guard.ruleset.model import Rule
+
 
 class _Fill(dict):
     def __missing__(self, key: str) -> str:
@@ -110,14 +112,14 @@ def fill_values(fills: list[tuple[Invocation, dict[str, Any]]], repo_path: str, 
     return out
 
 
-def unfilled(rule: dict[str, Any], fills: list[tuple[Invocation, dict[str, Any]]], config: dict[str, Any],
+def unfilled(rule: Rule, fills: list[tuple[Invocation, dict[str, Any]]], config: dict[str, Any],
              trees: tuple[str, ...], repo_path: str) -> list[str]:
     """The tool's declared arguments the command names but the rule's message leaves out (lint)."""
-    call, declared = tool_spec(config, rule.get("tool"))
+    call, declared = tool_spec(config, rule.tool)
     if not declared:
         return []
     named = fill_values(fills, repo_path, trees, declared)
-    message = rule.get("message") or ""
+    message = rule.message or ""
     shown = call if "{tool_call}" in message else ""
     return [a for a in declared if a in named and "{" + a + "}" not in shown and "{" + a + "}" not in message]
 
@@ -130,7 +132,7 @@ def route_text(ctx: Context, config: dict[str, Any]) -> str:
 
 
 def render(
-    rule: dict[str, Any],
+    rule: Rule,
     inv: Invocation,
     facts: dict[str, Any],
     ctx: Context,
@@ -154,7 +156,7 @@ def render(
         url=redact_url(facts.get("url") or "<url>").replace(UNKNOWN, "…"),
         path=paths.relative_to_tree(dest, trees).replace(UNKNOWN, "…") if dest else prefix,
     )
-    tool = rule.get("tool")
+    tool = rule.tool
     call, declared = tool_spec(config, tool)
     for name, default in _DEFAULTS.items():
         values[name] = str((declared.get(name) or {}).get("default", default))
@@ -162,14 +164,14 @@ def render(
     if "url" in values and facts.get("url"):
         values["url"] = clean(values["url"])
     values["tool_call"] = call.format_map(values) if tool else ""
-    template = rule.get("message") or "Refused: {what}."
+    template = rule.message or "Refused: {what}."
     try:
         text = template.format_map(values)
     except (ValueError, IndexError):
         text = template
     if unknown:
         text += " The repository path could not be resolved from the command: name the path literally."
-    if rule.get("category") == "publish":
+    if rule.category == "publish":
         route = route_text(ctx, config)
         if route:
             text += " " + route

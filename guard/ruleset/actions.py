@@ -15,6 +15,8 @@ if TYPE_CHECKING:
     from collections.abc import Mapping
     from typing import Any
 
+    from guard.ruleset.model import Rule
+
 ACTIONS = ("refuse", "warn", "observe")  # strongest first
 WARNING = "Warning: "  # how a warn's message starts, where a refusal's says "Refused: "
 STRENGTH = {a: i for i, a in enumerate(ACTIONS)}
@@ -30,10 +32,10 @@ def mode_of(env_mode: str | None) -> tuple[str | None, str | None]:
     return None, f"GUARD_MODE={env_mode!r} is not one of {', '.join(ACTIONS)}; ignored"
 
 
-def effective(rule: Mapping[str, Any], config: Mapping[str, Any], env_mode: str | None) -> tuple[str, str]:
+def effective(rule: Rule, config: Mapping[str, Any], env_mode: str | None) -> tuple[str, str]:
     """(the action, where it comes from) for a refusing ``rule`` under ``config`` and the
     environment's mode (already checked by ``mode_of``)."""
-    rid, cat = rule.get("id"), rule.get("category")
+    rid, cat = rule.id, rule.category
     by_rule = config.get("rule_actions") or {}
     if rid in by_rule:
         return by_rule[rid], f"config rule_actions[{rid}]"
@@ -44,6 +46,6 @@ def effective(rule: Mapping[str, Any], config: Mapping[str, Any], env_mode: str 
         return env_mode, "GUARD_MODE"
     if config.get("mode"):
         return config["mode"], "config mode"
-    if rule.get("action"):
-        return rule["action"], "the rule's own action"
+    if rule.action:
+        return rule.action, "the rule's own action"
     return "refuse", "the default"

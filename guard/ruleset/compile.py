@@ -13,7 +13,7 @@ from typing import Any
 from guard.ruleset.checks import Entry, annotation_problems, config_problems, rule_problems, runs_problems
 from guard.ruleset.examples import ExampleResult, Runner
 from guard.ruleset.layers import Layer, merge_config
-from guard.ruleset.model import RuleSet
+from guard.ruleset.model import RuleSet, rule_of
 from guard.ruleset.read import Diagnostic, Doc, read_doc
 from guard.ruleset.schema import check_schema, vocabulary
 
@@ -146,7 +146,7 @@ def compile_files(layers: list[Layer], *, examples: str = "all", run: Runner | N
         merged["examples"] = e.rule.get("examples") or {}
         effective[rid] = merged  # a replacement keeps its place in the order
     annotations = _annotations(found_ann, tools, diags)
-    rules = [{k: v for k, v in r.items() if k != "examples"} for r in effective.values()]
+    rules = [rule_of(r) for r in effective.values()]
     rs = RuleSet(rules, config, digest.hexdigest()[:16], [str(f) for layer in layers for f in layer.files],
                  [str(d) for d in diags if d.severity == "error"], disabled=disabled, programs=programs,
                  annotations=annotations, vocabulary={k: list(v) for k, v in vocabulary().items()}, notes=notes)

@@ -36,9 +36,8 @@ class Derived:
         self.token_prefixes = prefix_search(rs.config.get("token_prefixes") or ())
         self.stores = Stores(rs.config.get("credential_stores") or ())
         self.programs: Mapping[str, Spec] = compile_specs(rs.programs)
-        self.named = frozenset(p for r in rs.rules for p in _as_list((r.get("match") or {}).get("program")))
-        self.read_all = any("program" not in (r.get("match") or {}) and not READER_FACTS.isdisjoint(r.get("match") or {})
-                            for r in rs.rules)
+        self.named = frozenset(p for r in rs.rules for p in _as_list(r.match.get("program")))
+        self.read_all = any("program" not in r.match and not READER_FACTS.isdisjoint(r.match) for r in rs.rules)
         self.precheck = _plan(rs, self.named)
         vocab = rs.vocabulary or {}
         self.categories: tuple[str, ...] = tuple(vocab.get("categories") or ())
@@ -133,7 +132,7 @@ def _plan(rs: RuleSet, named: frozenset[str]) -> planfile.Plan:
     runners = frozenset(name for name, spec in rs.programs.items() if spec.get("runs"))
     programs = frozenset(cfg.get("programs") or ()) - named - runners
     for r in rs.rules:
-        m = r.get("match") or {}
+        m = r.match
         if "program" not in m and not set(m) <= covers:
             programs = frozenset()  # a rule on any program: every command gets the analysis
             break

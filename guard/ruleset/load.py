@@ -20,7 +20,7 @@ import sys
 from functools import cache
 
 from guard.record import asdict, replace
-from guard.ruleset.model import RuleSet
+from guard.ruleset.model import Rule, RuleSet
 from guard.ruleset.paths import command_rule_files, shipped_dir
 from guard.system.cachedir import cache_root, read_private, write_private
 
@@ -39,7 +39,7 @@ try:  # the built-in module: hashlib loads OpenSSL (~2.5 ms), paid on every anal
 except ImportError:  # pragma: no cover - other Pythons
     from hashlib import sha256  # type: ignore[assignment]
 
-CACHE_VERSION = 5
+CACHE_VERSION = 6
 
 
 INTERNAL = "internal error while compiling rules"
@@ -324,7 +324,9 @@ def read_cache(path: Path | str, link: bool = False) -> RuleSet | None:
         return None
     try:
         raw = json.loads(data)
-        return RuleSet(**{k: raw[k] for k in RuleSet.__record_fields__ if k in raw})
+        held = {k: raw[k] for k in RuleSet.__record_fields__ if k in raw}
+        held["rules"] = [Rule(**r) for r in held["rules"]]
+        return RuleSet(**held)
     except (ValueError, TypeError, KeyError, RecursionError):
         return None
 

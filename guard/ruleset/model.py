@@ -11,9 +11,36 @@ if TYPE_CHECKING:
     from typing import Any
 
 
+@dataclass(frozen=True)
+class Rule:
+    """One command rule as compiled from its layers: what it matches (``match``, the facts and
+    values guard/policy/match.py reads) and what a match does. ``verdict`` "allow" rules lift
+    the categories in ``exempts`` (None: the schema's default) instead of refusing."""
+
+    id: str
+    match: dict[str, Any]
+    source: str = ""  # file:line of the rule in effect
+    verdict: str = "refuse"
+    category: str | None = None
+    message: str | None = None
+    tool: str | None = None
+    priority: int = 0
+    exempts: list[str] | str | None = None
+    action: str | None = None  # refuse, warn or observe; None: refuse unless the config says
+    description: str | None = None
+
+
+def rule_of(written: Mapping[str, Any]) -> Rule:
+    """The record of a rule as its layers wrote it (a mapping the schema has checked)."""
+    return Rule(id=str(written["id"]), match=dict(written.get("match") or {}), source=str(written.get("source") or ""),
+                verdict=written.get("verdict") or "refuse", category=written.get("category"),
+                message=written.get("message"), tool=written.get("tool"), priority=int(written.get("priority") or 0),
+                exempts=written.get("exempts"), action=written.get("action"), description=written.get("description"))
+
+
 @dataclass
 class RuleSet:
-    rules: list[dict[str, Any]]  # command rules, in order; each carries "source" (file:line)
+    rules: list[Rule]  # command rules, in the order written (layers replace in place)
     config: dict[str, Any]
     digest: str
     sources: list[str] = field(default_factory=list)

@@ -15,7 +15,9 @@ import pytest
 
 from guard.context import Context
 from guard.engine import analyze
+from guard.record import replace
 from guard.ruleset.actions import effective, mode_of
+from guard.ruleset.model import Rule
 from tests.conftest import guard_bin
 
 PUSH = "git push origin feature"
@@ -45,10 +47,10 @@ def app(tmp_path: Path) -> Path:
 
 
 def test_the_most_specific_setting_wins() -> None:
-    rule = {"id": "git-push", "category": "publish"}
+    rule = Rule("git-push", {"program": "git", "subcommand": "push"}, category="publish")
     assert effective(rule, {}, None) == ("refuse", "the default")
-    assert effective({**rule, "action": "observe"}, {}, None)[0] == "observe"
-    assert effective({**rule, "action": "observe"}, {"mode": "warn"}, None)[0] == "warn"
+    assert effective(replace(rule, action="observe"), {}, None)[0] == "observe"
+    assert effective(replace(rule, action="observe"), {"mode": "warn"}, None)[0] == "warn"
     assert effective(rule, {"mode": "warn"}, "observe") == ("observe", "GUARD_MODE")
     assert effective(rule, {"category_actions": {"publish": "refuse"}}, "observe")[0] == "refuse"
     cfg = {"category_actions": {"publish": "observe"}, "rule_actions": {"git-push": "warn"}}

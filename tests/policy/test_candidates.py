@@ -14,16 +14,16 @@ CTX = Context.from_environ(cwd="/workspace/app", trees=("/workspace",), env={"HO
 
 def _ids(hit: tuple) -> tuple[list[str], list[str]]:
     allows, refusals, _ = hit
-    return [a[0]["id"] for a in allows], [r[0]["id"] for r in refusals]
+    return [a[0].id for a in allows], [r[0].id for r in refusals]
 
 
 def _expected(compiled: classifier._Compiled, program: str) -> tuple[list[str], list[str]]:
     """Every rule in trial order whose program is ``program`` or none, split by verdict."""
     allows, refusals = [], []
     for rule in compiled.ordered:
-        want = (rule.get("match") or {}).get("program")
+        want = rule.match.get("program")
         if want is None or want == program or (isinstance(want, list) and program in want):
-            (allows if rule.get("verdict") == "allow" else refusals).append(rule["id"])
+            (allows if rule.verdict == "allow" else refusals).append(rule.id)
     return allows, refusals
 
 

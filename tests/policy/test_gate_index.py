@@ -29,7 +29,7 @@ def test_a_git_invocation_meets_only_the_rules_its_subcommand_passes() -> None:
     assert "subcommand" in names
     allows, refusals, _ = compiled.by_program["git"]
     key = next(k for k in by_values if k[names.index("subcommand")] == "log")
-    tried = {r[0]["id"] for r in by_values[key]}
+    tried = {r[0].id for r in by_values[key]}
     assert tried and len(tried) < len(refusals)
     assert "git-stash-list" not in tried and "git-clone-into-tree" not in tried  # gated on stash, clone
 

@@ -48,7 +48,7 @@ def verdict(cmd: str, *rules: str, config: str | None = None):
 
 
 def ids(rs: rmodel.RuleSet) -> list[str]:
-    return [r["id"] for r in rs.rules]
+    return [r.id for r in rs.rules]
 
 
 # --------------------------------------------------------------------------- layering
@@ -64,9 +64,9 @@ def test_a_rule_folder_adds_rules_and_explain_names_the_line(tmp_path):
 def test_shipped_sources_are_the_line_of_the_id(tmp_path):
     rs = loader.load(run=rule_examples)
     for r in rs.rules:
-        file, line = r["source"].rsplit(":", 1)
+        file, line = r.source.rsplit(":", 1)
         text = (REPO / file).read_text().splitlines()[int(line) - 1]
-        assert text.strip().startswith(f"- id: {r['id']}"), (r["source"], text)
+        assert text.strip().startswith(f"- id: {r.id}"), (r.source, text)
 
 
 def test_same_id_replaces_in_place(tmp_path):
@@ -132,8 +132,8 @@ def test_a_failing_override_leaves_the_earlier_rule_in_place(tmp_path):
               refuse: ["git push origin main"]
         """)
     rs = loader.load((str(tmp_path / "d"),), run=rule_examples)
-    push = next(r for r in rs.rules if r["id"] == "git-push")
-    assert push["source"].startswith("rules/commands/")
+    push = next(r for r in rs.rules if r.id == "git-push")
+    assert push.source.startswith("rules/commands/")
 
 
 # --------------------------------------------------------------------------- cache
@@ -182,7 +182,7 @@ def test_schema_mistake_also_keeps_the_last_good_set(tmp_path, capfd):
     loader.load((d,), run=rule_examples)
     f.write_text(LFS.replace("category: publish", "category: pubish"))
     rs = loader.load((d,), run=rule_examples)
-    assert next(r for r in rs.rules if r["id"] == "lfs-push")["category"] == "publish"
+    assert next(r for r in rs.rules if r.id == "lfs-push").category == "publish"
     assert f"{f}:4:15: rules[0].category: expected one of publish" in capfd.readouterr().err
 
 

@@ -32,7 +32,7 @@ def fresh(monkeypatch: pytest.MonkeyPatch, tmp_path: Path) -> Iterator[None]:
 
 def _ids(f: Path) -> set[str]:
     rs = load.load_for(Context(cwd="/", rule_paths=(str(f),), config_path=None), rule_examples)
-    return {r["id"] for r in rs.rules}
+    return {r.id for r in rs.rules}
 
 
 def _settled(tmp_path: Path, name: str) -> Path:

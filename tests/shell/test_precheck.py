@@ -96,7 +96,7 @@ def _examples(rule_paths: tuple[str, ...]) -> list[tuple[str, str, Context]]:
     from guard.ruleset.examples import example_context
 
     c = compile_files(rlayers.rule_layers(rule_paths, None), examples="none")
-    live = {r["source"] for r in c.ruleset.rules}
+    live = {r.source for r in c.ruleset.rules}
     out = []
     for e in c.entries:
         if e.source in live:

@@ -57,7 +57,7 @@ def rule_ids() -> list[str] | None:
     rs = _rule_set()
     if rs is None:
         return None
-    ids = {str(r["id"]) for r in rs.rules if r.get("id") and r.get("verdict") != "allow"}
+    ids = {r.id for r in rs.rules if r.id and r.verdict != "allow"}
     ids.update(str(a["id"]) for a in rs.annotations)  # annotations write records too
     return sorted(ids) or None
 
