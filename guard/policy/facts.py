@@ -604,7 +604,9 @@ def file_facts(inv: Invocation, world: World) -> dict:
                 gone = {r.rstrip("/") for r in inv.removed}
                 made = any((s == c or c.startswith(s.rstrip("/") + "/")) and c not in gone and c + "/.git" not in gone
                            for c in inv.cloned)
-                if not excluded and (made or _holds_repo(s, inv.removed)):
+                # a link is not a copy: the tree holds a link, the repository stays where it is
+                # (and ln cannot hard-link a folder); a link named .git is dotgit_write above
+                if not excluded and prog != "ln" and (made or _holds_repo(s, inv.removed)):
                     facts["repo_copy"] = True
                     facts["dest_path"] = dest_dir
     if prog in ("pip", "pip3", "uv") and "install" in inv.argv:

@@ -9,7 +9,7 @@ from collections.abc import Callable
 
 from guard.ir import UNKNOWN
 from guard.resolve import paths
-from guard.resolve.state import Assoc, State, relink
+from guard.resolve.state import Assoc, State, relink_path
 from guard.resolve.state import home_of as _home
 from guard.resolve.variables import resolve_name, set_element
 from guard.resolve.words import DEFAULT_IFS
@@ -69,9 +69,10 @@ def _cd_target(arg: str, c: _Call) -> str | None:
     then the name itself), None when the folder is known not to exist."""
     st = c.st
     home = _home(st)
-    if st.fx.links:
-        arg = relink(arg, st)
-    local = paths.real(paths.join(st.cwd, arg, home))
+    local = paths.join(st.cwd, arg, home)
+    if st.fx.links:  # through a link the command made: where it points (the process's cwd is physical)
+        local = relink_path(local, st) or local
+    local = paths.real(local)
     cdpath = c.env.get("CDPATH") if "CDPATH" in c.env else st.vars.get("CDPATH")
     if isinstance(cdpath, str) and cdpath and not arg.startswith(("/", "./", "../", "~")) and arg not in (".", ".."):
         for entry in cdpath.split(":"):
@@ -98,10 +99,14 @@ def _exists(path: str, st: State) -> bool | None:
             return None
     if any(path == m or path.startswith(m.rstrip("/") + "/") for m in st.fx.cloned | st.fx.made):
         return True
-    parent = path.rsplit("/", 1)[0] or "/"
-    if not os.path.isdir(parent) or any(m.startswith(path) for m in st.fx.made):
+    if any(m.startswith(path) for m in st.fx.made):
         return None
-    return None if _mentioned(path, st) else False
+    # the folders from the nearest one that exists down to ``path``: missing unless a command
+    # run earlier may have made one of them (``mkdir -p a/b``, ``tar -C …``)
+    missing = [path]
+    while (parent := missing[-1].rsplit("/", 1)[0] or "/") != "/" and not os.path.isdir(parent):
+        missing.append(parent)
+    return None if any(_mentioned(m, st) for m in missing) else False
 
 
 def _mentioned(path: str, st: State) -> bool:

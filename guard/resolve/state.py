@@ -223,16 +223,27 @@ def home_of(st: State) -> str:
 
 def relink(arg: str, st: State) -> str:
     """A path through a symlink ``ln -s`` made earlier in the command, as the target it names
-    (``ln -sfn /workspace/app /tmp/wa && git -C /tmp/wa commit``); other words unchanged."""
+    (``ln -sfn /workspace/app /tmp/wa && git -C /tmp/wa commit``), also as an option's attached
+    value (``--git-dir=/tmp/wa/.git``); other words unchanged."""
     if "/" not in arg or UNKNOWN in arg:
         return arg
-    full = paths.join(st.cwd, arg, home_of(st)) if not arg.startswith("-") else None
-    if full is None:
-        return arg
+    if arg.startswith("-"):
+        name, eq, value = arg.partition("=")
+        if not eq or "/" not in value:
+            return arg
+        got = relink_path(paths.join(st.cwd, value, home_of(st)), st)
+        return arg if got is None else name + eq + got
+    got = relink_path(paths.join(st.cwd, arg, home_of(st)), st)
+    return arg if got is None else got
+
+
+def relink_path(full: str, st: State) -> str | None:
+    """The absolute path ``full`` with a symlink made earlier in the command replaced by its
+    target (as the kernel follows it), or None when it passes through none."""
     for link, target in st.fx.links.items():
         if full == link or full.startswith(link + "/"):
-            return target + full[len(link):]
-    return arg
+            return target + full[len(link) :]
+    return None
 
 
 WALK_BUDGET = 10_000

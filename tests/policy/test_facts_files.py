@@ -30,6 +30,9 @@ def world(tmp_path: Path):
         ("cp --target-directory=. -r {t}/x", "refuse"),
         ("mv {t}/x vendor/x", "refuse"),
         ("ln -s {t}/x/.git", "refuse"),  # links ./.git
+        ("ln -s {t}/x x-link", "allow"),  # a link to a repository is not a copy of it
+        ("ln -sfn {t}/y vendor", "allow"),
+        ("ln -s {t}/x/.git .git", "refuse"),  # a link named .git
         ("rm -rf {t}/x/.git && cp -r {t}/x .", "allow"),  # §9.9: .git removed first
         ("rsync -a --exclude .git {t}/x/ vendor/x/", "allow"),
         ("cp -r {t}/plain .", "allow"),

@@ -57,3 +57,50 @@ def test_git_runs_where_bash_runs_it(command: str, tree: tuple[Path, Path, Path]
         resolved = gits[0].argv[gits[0].argv.index("-C") + 1]
     assert os.path.realpath(resolved) == ran_in, (command, resolved, ran_in)
     assert (v.verdict == "refuse") == ran_in.startswith(str(work.parent.resolve())), command
+
+
+# A cd whose folder is missing fails and leaves the shell where it was; one through a symlink
+# made earlier in the command lands where the link points (git's cwd is the physical one). guard
+# analyses before bash runs, so a link or folder the command makes is not yet on disk.
+FAILING_AND_LINKED = [
+    "cd /no/such/dir 2>/dev/null; git status",
+    "cd missing/deeper 2>/dev/null; git status",
+    "cd /no/such/dir 2>/dev/null || git status",
+    "mkdir -p made/sub; cd made/sub; git status",
+    "ln -s {outside} lnk && cd lnk && git status",
+    "ln -sfn {outside} {scratch}/lnk; cd {scratch}/lnk/sub; git status",
+]
+
+
+@pytest.mark.parametrize("template", FAILING_AND_LINKED)
+def test_failed_and_linked_cd_as_bash_runs_it(
+    template: str, tree: tuple[Path, Path, Path], tmp_path: Path
+) -> None:
+    work, bin_, log = tree
+    outside = tmp_path / "outside"
+    (outside / "sub").mkdir(parents=True)
+    scratch = tmp_path / "scratch"
+    scratch.mkdir()
+    command = template.format(outside=outside, scratch=scratch)
+    env = {"PATH": f"{bin_}:/usr/bin:/bin", "HOME": str(work.parent), "GIT_LOG": str(log), "PWD": "/"}
+    v = analyze(command, Context(cwd=str(work), trees=(str(work.parent),), env={**env, "PWD": "/"}))
+    subprocess.run(["bash", "-c", command], cwd=work, env=env, check=False, capture_output=True, timeout=30)
+    (ran_in,) = log.read_text().splitlines()
+    gits = [i for i in v.invocations if i.program == "git"]
+    assert len(gits) == 1, v.invocations
+    assert os.path.realpath(gits[0].cwd) == ran_in, (command, gits[0].cwd, ran_in)
+    assert (v.verdict == "refuse") == ran_in.startswith(str(work.parent.resolve())), command
+
+
+def test_git_dir_through_a_link_made_earlier(tree: tuple[Path, Path, Path], tmp_path: Path) -> None:
+    """``--git-dir=LINK/.git --work-tree=LINK`` with LINK made by ``ln -s`` in the same command
+    names the folder the link points to, as the kernel follows it when git opens it."""
+    work, _bin, _log = tree
+    link = tmp_path / "scratch-link"
+    command = f"ln -sfn {work} {link}; git --git-dir={link}/.git --work-tree={link} status"
+    v = analyze(command, Context(cwd=str(tmp_path), trees=(str(work.parent),), env={"HOME": str(tmp_path)}))
+    subprocess.run(["bash", "-c", command.split(";")[0]], check=True, timeout=30)
+    (git,) = [i for i in v.invocations if i.program == "git"]
+    work_tree = next(a.split("=", 1)[1] for a in git.argv if a.startswith("--work-tree="))
+    assert work_tree == os.path.realpath(link)
+    assert v.verdict == "refuse" and v.category == "read-probe"
