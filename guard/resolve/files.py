@@ -48,6 +48,15 @@ def names_stdin(path: str) -> bool:
     return bool(_STDIN.match(_folded(path)))
 
 
+def descriptor_number(path: str) -> int | None:
+    """The descriptor ``path`` names in the reading process (``/dev/fd/3`` → 3), or None."""
+    m = _DESCRIPTOR.match(_folded(path))
+    if m is None:
+        return None
+    tail = _folded(path).rsplit("/", 1)[-1]
+    return int(tail) if tail.isdigit() else {"stdin": 0, "stdout": 1, "stderr": 2}.get(tail)
+
+
 def names_descriptor(path: str) -> bool:
     """Whether ``path`` names an open descriptor of some process rather than a file."""
     return bool(_DESCRIPTOR.match(_folded(path)))

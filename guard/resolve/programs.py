@@ -85,7 +85,7 @@ def run(w: Walker, call: Call) -> tuple[str, ...] | None:
         for label, code in commands_read(argv, st, cwd, stdin):
             w.string(code, _child(st, cwd, env), fr, label)
     if prog in ("source", ".") and len(argv) > 1:
-        text, why = read_script(argv[1], st, cwd, stdin)
+        text, why = read_script(argv[1], st, cwd, stdin, w.fds_used)
         if text is None:
             w.sink.note(f"{prog} {_show(argv[1])}: {why}, not analysed")
         else:
@@ -616,12 +616,14 @@ def _child(st: State, cwd: str, env: dict[str, str | None]) -> State:
     return sub
 
 
-def read_script(path: str, st: State, cwd: str, stdin: str | None = None) -> tuple[str | None, str]:
+def read_script(path: str, st: State, cwd: str, stdin: str | None = None,
+                fds: Mapping[int, str] | None = None) -> tuple[str | None, str]:
     """The script a command runs or sources, and why it is not known when it is not.
 
     A script the command wrote itself, what the command is fed on stdin when the path names its
-    own standard input (``bash /dev/stdin <<EOF``), else the file on disk as far as
-    ``files.read_text`` allows: regular files only, never blocking, never the terminal.
+    own standard input (``bash /dev/stdin <<EOF``) or another descriptor the command gave text
+    (``source /dev/fd/3 3<<<TEXT``), else the file on disk as far as ``files.read_text``
+    allows: regular files only, never blocking, never the terminal.
     """
     if UNKNOWN in path:
         return None, "script path not known"
@@ -629,6 +631,9 @@ def read_script(path: str, st: State, cwd: str, stdin: str | None = None) -> tup
         if stdin is None:
             return None, "reads its script from standard input, which the command text does not give"
         return files.strip_nul(stdin), ""
+    fd = files.descriptor_number(path)
+    if fd is not None and fds and fd in fds:
+        return files.strip_nul(fds[fd]), ""
     full = paths.join(cwd, path, _home(st))
     if full in st.fx.files:
         return files.strip_nul(st.fx.files[full]), ""
@@ -679,10 +684,10 @@ def _shell(
         sub = _child(st, cwd, env)
         sub.arg0 = rest[1] if len(rest) > 1 else argv[0]  # bash -c CMD NAME ARGS…: $0 is NAME
         sub.positional = list(rest[2:])
-        w.string(rest[0], sub, fr, f"{prog} -c")
+        w.string(rest[0], sub, fr, f"{prog} -c", stdin)  # its standard input is the shell's
         return True
     if rest and not has_s:
-        text, why = read_script(rest[0], st, cwd, stdin)
+        text, why = read_script(rest[0], st, cwd, stdin, w.fds_used)
         if text is None:
             w.sink.note(f"{prog} {_show(rest[0])}: {why}, not analysed")
             return False

@@ -16,6 +16,7 @@ if TYPE_CHECKING:
 
         sink: Sink
         sourced_files: set[str]
+        fds_used: dict[int, str]
 
         def string(self, text: str, st: State, fr: Frame, via: str, stdin: str | None = None) -> None: ...
 
@@ -119,7 +120,7 @@ class Effects:
 
 
 _STATE_SLOTS = ("cwd", "vars", "aliases", "functions", "dirstack", "positional", "exported", "namerefs", "arg0",
-                "noglob", "failed", "cd_target", "hashed", "inherited", "fx")
+                "noglob", "failed", "cd_target", "hashed", "inherited", "fds", "fx")
 
 
 class State:
@@ -134,7 +135,9 @@ class State:
     ``noglob`` set -f; ``failed`` the last builtin is known to have failed (cd to a missing
     folder) and ``cd_target`` where that cd meant to go; ``hashed`` hash -p PATH NAME (NAME runs
     PATH); ``inherited`` the names the shell got from its environment (exported from the start);
-    ``fx`` the command's effects (``Effects``), shared with every copy.
+    ``fds`` the text a read of an open descriptor (3 and up) gives, where the command says it
+    (``exec 3<<<'…'``, ``exec 4< FILE`` of a file it wrote); ``fx`` the command's effects
+    (``Effects``), shared with every copy.
     """
 
     __slots__ = _STATE_SLOTS
@@ -161,6 +164,7 @@ class State:
         self.cd_target = ""
         self.hashed: dict[str, str] = {}
         self.inherited: frozenset[str] = frozenset()
+        self.fds: dict[int, str] = {}
         self.fx = Effects(given)
 
     @classmethod
@@ -183,6 +187,7 @@ class State:
         new.cd_target = ""
         new.hashed = {}
         new.inherited = inherited
+        new.fds = {}
         new.fx = Effects(given)
         return new
 
@@ -208,6 +213,7 @@ class State:
         new.cd_target = ""
         new.hashed = dict(self.hashed)
         new.inherited = self.inherited
+        new.fds = dict(self.fds)  # a subshell and a child process inherit the open descriptors
         new.fx = self.fx
         return new
 

@@ -74,6 +74,7 @@ class Walker:
         self.sink = sink
         self.reparse = reparse
         self.stdin_used: str | None = None  # what the last simple command read on stdin
+        self.fds_used: dict[int, str] = {}  # what its descriptors 3 and up give a reader
         self.last_env: dict[str, str | None] = {}  # the assignments in front of the last simple command
         self.reads: list[str] = []  # input-redirection paths of the simple command being walked
 
@@ -216,11 +217,15 @@ class Walker:
             if name in LATER_CODE:
                 self.later_code(name, value, st, fr)
         writes: tuple[str, ...] = ()
+        fds = st.fds
         if n.redirects:
-            writes, in_stdin = self.redirect_effects(n.redirects, st, fr, refs)
+            writes, in_stdin, fds = self.redirect_effects(n.redirects, st, fr, refs)
             if in_stdin is not None:
                 stdin = in_stdin  # a heredoc or here-string replaces piped input
+            if len(n.words) == 1 and n.words[0].literal == "exec":
+                st.fds = fds  # `exec 3<<<TEXT`: the descriptors stay open for the commands after it
         self.stdin_used = stdin
+        self.fds_used = fds
         argv: list[str] = []
         words = n.words
         if words:  # ``Word.literal`` inline for the usual first word, a single literal part
@@ -536,33 +541,55 @@ class Walker:
 
     def heredoc_stdin(self, rs: tuple[Redirect, ...], st: State, fr: Frame) -> str | None:
         for r in rs:
-            if r.op in ("<<", "<<-") and r.body is not None:
+            if r.op in ("<<", "<<-") and r.body is not None and r.fd in (None, 0):
                 return self.expand_one(r.body, st, fr)
         return None
 
     def redirect_effects(
         self, rs: tuple[Redirect, ...], st: State, fr: Frame, refs: list[str]
-    ) -> tuple[tuple[str, ...], str | None]:
+    ) -> tuple[tuple[str, ...], str | None, dict[int, str]]:
+        """What a command's redirections do, left to right as bash applies them: the files they
+        write, the text its standard input gives (None: not known), and the text each other
+        descriptor gives a reader (``3<<<TEXT``, ``4<<EOF``, ``5< FILE`` of a file the command
+        wrote, ``6<&3``; a descriptor closed or opened on something not known is left out)."""
         writes: list[str] = []
         stdin: str | None = None
+        fds = st.fds
         for r in rs:
+            fd = r.fd or 0
+            text: str | None = None
             if r.op in ("<<", "<<-"):
                 if r.body is not None:
-                    stdin = self.expand_one(r.body, st, fr, refs)
+                    text = self.expand_one(r.body, st, fr, refs)
+            elif r.target is None:
                 continue
-            if r.target is None:
-                continue
-            target = self.expand_one(r.target, st, fr, refs)
-            if r.op == "<<<":
-                stdin = target + "\n"
-            elif r.op in OUTPUT_OPS and not target.isdigit() and target != "-":
-                writes.append(paths.join(st.cwd, target, str(st.vars.get("HOME") or "/root")))
-            elif r.op in ("<", "<>") or (r.op == "<&" and not target.isdigit() and target != "-"):
-                full = paths.join(st.cwd, target, str(st.vars.get("HOME") or "/root"))
-                self.reads.append(full)
-                if r.fd in (None, 0):
-                    stdin = st.fx.files.get(full)
-        return tuple(writes), stdin
+            else:
+                target = self.expand_one(r.target, st, fr, refs)
+                if r.op == "<<<":
+                    text = target + "\n"
+                elif r.op in OUTPUT_OPS and not target.isdigit() and target != "-":
+                    writes.append(paths.join(st.cwd, target, str(st.vars.get("HOME") or "/root")))
+                    if r.op != "<>":
+                        continue
+                    text = st.fx.files.get(writes[-1])
+                elif r.op in ("<", "<>") or (r.op == "<&" and not target.isdigit() and target != "-"):
+                    full = paths.join(st.cwd, target, str(st.vars.get("HOME") or "/root"))
+                    self.reads.append(full)
+                    text = st.fx.files.get(full)
+                elif r.op == "<&" and target.isdigit():
+                    text = stdin if target == "0" else fds.get(int(target))  # N<&M: N reads what M reads
+                elif r.op in (">&", "<&") and target == "-" and fd in fds:
+                    fds = {k: v for k, v in fds.items() if k != fd}  # closed
+                    continue
+                else:
+                    continue
+            if fd == 0:
+                stdin = text
+            elif text is not None:
+                fds = {**fds, fd: text}
+            elif fd in fds:
+                fds = {k: v for k, v in fds.items() if k != fd}
+        return tuple(writes), stdin, fds
 
     # ------------------------------------------------------------------ output
 

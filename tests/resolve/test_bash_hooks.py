@@ -26,6 +26,15 @@ CASES = [
     "mkdir -p ../elsewhere && printf 'all:\\n\\tgit status\\n' > ../m.mk && make -s -C ../elsewhere -f ../m.mk",
     # tee writes the script that runs next
     "tee s.sh <<< 'git log -3' >/dev/null; sh s.sh",
+    # a nested shell's stdin and other descriptors holding text the command gives
+    "bash -c 'source /dev/stdin' <<< 'git tag v1'",
+    "bash -c '. /dev/fd/0' <<< 'git log -1'",
+    "exec 3<<<'git diff'; bash <&3",
+    "source /dev/fd/3 3<<<'git log -1'",
+    "exec 4<<'EOF'\ngit status\nEOF\nbash /dev/fd/4",
+    "bash 3<<<'git push' </dev/null",                       # bash reads fd 0, not 3: nothing runs
+    "exec 3<<<'git push'; exec 3<&-; bash <&3 2>/dev/null",  # closed before bash reads it
+    "exec 5<<<'git fetch'; bash 0<&5",
 ]
 
 
