@@ -37,6 +37,9 @@ class Context:
     # program name → how its argv says what it runs. Filled from the rule set by the engine;
     # the resolver reads it, so a new wrapper is a YAML entry.
     runs: Mapping[str, Mapping[str, object]] = field(default_factory=dict)
+    # The catalogue's archivers (a program spec's ``archive:``): program name → how its argv
+    # packs or unpacks an archive, so an archive made and unpacked in one command is a copy.
+    archives: Mapping[str, Mapping[str, object]] = field(default_factory=dict)
 
     @property
     def home(self) -> str:

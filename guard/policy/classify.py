@@ -29,10 +29,11 @@ def effective_context(ctx: Context, rs: RuleSet) -> Context:
     trees = ctx.trees or derived(rs).trees or Context().trees
     strict = ctx.strict or bool(rs.config.get("strict"))
     runs = runs_of(rs)
-    if trees == ctx.trees and strict == ctx.strict and runs is ctx.runs:
+    archives = runs_of(rs, "archive")
+    if trees == ctx.trees and strict == ctx.strict and runs is ctx.runs and archives is ctx.archives:
         out = ctx
     else:
-        out = replace(ctx, trees=trees, strict=strict, runs=runs)
+        out = replace(ctx, trees=trees, strict=strict, runs=runs, archives=archives)
     _last_effective[:] = (ctx, rs, out)
     return out
 
@@ -40,19 +41,20 @@ def effective_context(ctx: Context, rs: RuleSet) -> Context:
 _last_effective: list = []
 
 
-def runs_of(rs: RuleSet) -> dict[str, dict]:
-    """The catalogue's command runners in ``rs``: program → its spec's ``runs:``. One dict per
-    rule set, so a context filled from the same set keeps the same one."""
-    got = _runs.get(id(rs))
+def runs_of(rs: RuleSet, key: str = "runs") -> dict[str, dict]:
+    """The catalogue's command runners in ``rs``: program → its spec's ``runs:`` (or another
+    mapping ``key`` of a spec: ``archive``). One dict per rule set and key, so a context filled
+    from the same set keeps the same one."""
+    got = _runs.get((id(rs), key))
     if got is None or got[0] is not rs:
-        table = {name: spec["runs"] for name, spec in rs.programs.items() if isinstance(spec.get("runs"), dict)}
-        if len(_runs) > 16:
+        table = {name: spec[key] for name, spec in rs.programs.items() if isinstance(spec.get(key), dict)}
+        if len(_runs) > 32:
             _runs.clear()
-        got = _runs[id(rs)] = (rs, table)
+        got = _runs[(id(rs), key)] = (rs, table)
     return got[1]
 
 
-_runs: dict[int, tuple[RuleSet, dict[str, dict]]] = {}
+_runs: dict[tuple[int, str], tuple[RuleSet, dict[str, dict]]] = {}
 
 
 def world_of(ctx: Context, rs: RuleSet) -> World:

@@ -96,13 +96,14 @@ class Effects:
     → content), git aliases defined by ``git config alias.X`` (a config file written), paths
     removed, repositories cloned or initialised, symlinks made (path → target), programs copied
     or linked under another name (path → program), folders known to exist (``given``: the tree
-    roots and the starting cwd) and made, and the argv of every command run.
+    roots and the starting cwd) and made, the argv of every command run, and archives packed
+    (archive path → the folders and files it holds, by absolute path).
 
     One is shared by a state and every subshell copy of it: a file written in a subshell exists
     after it. A plain class with slots, for the reason ``State`` is one.
     """
 
-    __slots__ = ("files", "git_aliases", "removed", "cloned", "links", "renamed", "given", "made", "ran")
+    __slots__ = ("files", "git_aliases", "removed", "cloned", "links", "renamed", "given", "made", "ran", "archives")
 
     def __init__(self, given: tuple[str, ...] = ()) -> None:
         self.files: dict[str, str] = {}
@@ -114,6 +115,7 @@ class Effects:
         self.given = given
         self.made: set[str] = set()
         self.ran: list[tuple[str, ...]] = []
+        self.archives: dict[str, tuple[str, ...]] = {}
 
     def __repr__(self) -> str:
         return "Effects(" + ", ".join(f"{n}={getattr(self, n)!r}" for n in self.__slots__) + ")"

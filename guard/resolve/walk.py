@@ -32,7 +32,7 @@ from guard.ir import (
     Subshell,
     Word,
 )
-from guard.resolve import paths
+from guard.resolve import archives, paths
 from guard.resolve.state import WALK_BUDGET, Assoc, Call, Frame, Sink, State, relink
 from guard.resolve.variables import resolve_name, set_element
 from guard.resolve.words import (
@@ -47,7 +47,7 @@ from guard.resolve.wrappers import basename
 
 TYPE_CHECKING = False
 if TYPE_CHECKING:
-    from collections.abc import Callable
+    from collections.abc import Callable, Mapping
 
 OUTPUT_OPS = frozenset({">", ">>", ">|", "&>", "&>>", "<>"})
 # The programs whose effect on later commands of the same command line the walk remembers.
@@ -183,6 +183,34 @@ class Walker:
                 self.archive_pipe(invs[stage_starts[s]], invs[stage_starts[s + 1]], st, fr)
         return flow
 
+    def archive_effect(self, argv: tuple[str, ...], spec: Mapping[str, object], st: State, fr: Frame,
+                       pos: tuple[int, int]) -> None:
+        """An archive packed from known folders is remembered; one unpacked later in the command
+        lands what it holds where it is unpacked, emitted as the ``cp -r`` it amounts to, so a
+        repository's .git arriving in the tree is seen as a copy of the repository."""
+        home = str(st.vars.get("HOME") or "/root")
+        r = archives.read(argv, spec)
+        if not r.mode or r.archive in ("", "-") or UNKNOWN in r.archive:
+            return
+        archive = paths.join(st.cwd, r.archive, home)
+        folder = paths.join(st.cwd, r.folder, home) if r.folder else st.cwd
+        if r.mode == "create":
+            held = tuple(paths.join(folder, name, home) for name in r.names)
+            if r.recursive and not r.leaves_vcs and held and not any(UNKNOWN in h for h in held):
+                st.fx.archives[archive] = held
+            else:
+                st.fx.archives.pop(archive, None)  # overwritten with what guard does not follow
+            return
+        held = st.fx.archives.get(archive)
+        if not held or r.leaves_vcs or UNKNOWN in folder:
+            return
+        if r.names:  # only these members: NAME/… of a folder packed as NAME
+            held = tuple(h.rsplit("/", 1)[0] + "/" + m.strip("/") for m in r.names for h in held
+                         if m.strip("/").split("/", 1)[0] == h.rsplit("/", 1)[-1])
+        if held:
+            via = Frame(fr.via + (f"{argv[0].rsplit('/', 1)[-1]} unpacks {r.archive}",), fr.depth, fr.lang)
+            self.emit(Call(("cp", "-r", *held, paths.real(folder)), st, via, {}, pos=pos), "cp")
+
     def archive_pipe(self, left: Invocation, right: Invocation, st: State, fr: Frame) -> None:
         """``tar -C /tmp -cf - r | tar -C DEST -xf -`` and ``find r | cpio -pdm DEST`` copy files
         as ``cp -r`` does: said so, a copy of a clone with its .git is seen as one."""
@@ -316,6 +344,8 @@ class Walker:
         ran = final[0]
         if "/" in ran:
             ran = ran.rsplit("/", 1)[-1]
+        if ran in self.ctx.archives:
+            self.archive_effect(final, self.ctx.archives[ran], st, fr, n.pos)
         if ran not in _REMEMBERED:
             return final
         if ran in ("rm", "rmdir"):

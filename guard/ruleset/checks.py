@@ -262,3 +262,41 @@ def runs_problems(doc: Doc) -> list[Diagnostic]:
                 out.append(doc.diag(("programs", i, "runs", "examples", k),
                                     f"{ex['command']!r} runs {got!r}, the example says {want!r}", "runs-example"))
     return out
+
+
+def _spec_blocks(doc: Doc, key: str) -> list[tuple[int, dict]]:
+    """(index, block) of each program spec in ``doc`` with a mapping under ``key``."""
+    specs = doc.data.get("programs") if isinstance(doc.data, dict) else None
+    return [(i, spec[key]) for i, spec in enumerate(specs if isinstance(specs, list) else [])
+            if isinstance(spec, dict) and isinstance(spec.get(key), dict)]
+
+
+def archive_problems(doc: Doc) -> list[Diagnostic]:
+    """Each program spec's ``archive:`` examples, read by the resolver's own reading of it: the
+    command must read as the example says (mode, and the archive, folder, names and flags it
+    gives)."""
+    import shlex
+
+    from guard.resolve.archives import read
+
+    out: list[Diagnostic] = []
+    for i, archive in _spec_blocks(doc, "archive"):
+        for k, ex in enumerate(archive.get("examples") or []):
+            where_ = ("programs", i, "archive", "examples", k)
+            if not isinstance(ex, dict) or not isinstance(ex.get("command"), str):
+                continue  # the schema has said so
+            try:
+                argv = tuple(shlex.split(ex["command"]))
+            except ValueError as e:
+                out.append(doc.diag(where_, f"cannot be split: {e}", "bad-example"))
+                continue
+            if not argv:
+                continue
+            got = read(argv, archive)
+            seen = {"mode": got.mode, "archive": got.archive, "folder": got.folder, "names": list(got.names),
+                    "recursive": got.recursive, "leaves_vcs": got.leaves_vcs}
+            wrong = [f"{key} {seen[key]!r}, the example says {want!r}" for key, want in ex.items()
+                     if key != "command" and seen.get(key) != want]
+            if wrong:
+                out.append(doc.diag(where_, f"{ex['command']!r} reads with " + "; ".join(wrong), "archive-example"))
+    return out

@@ -10,7 +10,14 @@ from dataclasses import dataclass, field
 from pathlib import Path
 from typing import Any
 
-from guard.ruleset.checks import Entry, annotation_problems, config_problems, rule_problems, runs_problems
+from guard.ruleset.checks import (
+    Entry,
+    annotation_problems,
+    archive_problems,
+    config_problems,
+    rule_problems,
+    runs_problems,
+)
 from guard.ruleset.examples import ExampleResult, Runner
 from guard.ruleset.layers import Layer, merge_config
 from guard.ruleset.model import RuleSet, rule_of
@@ -82,6 +89,7 @@ def compile_files(layers: list[Layer], *, examples: str = "all", run: Runner | N
                 notes += [f"{doc.name}: config {s}" for s in said]
             diags.extend(config_problems(doc))
             diags.extend(runs_problems(doc))
+            diags.extend(archive_problems(doc))
             specs = doc.data.get("programs")
             if isinstance(specs, list):
                 for i, spec in enumerate(specs):

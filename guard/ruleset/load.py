@@ -55,7 +55,7 @@ def _compiler_stamp() -> str:
     # code must never be taken for this code's
     names = sorted(n for n in os.listdir(here) if n.endswith(".py")) + [
         "schema/command-rules.json", "schema/config.json", "schema/programs.json", "schema/annotations.json",
-        "../resolve/wrappers.py"]
+        "../resolve/wrappers.py", "../resolve/archives.py"]
     for f in (os.path.join(here, n) for n in names):
         try:
             st = os.stat(f)
