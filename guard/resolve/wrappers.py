@@ -119,30 +119,6 @@ def _env(argv: tuple[str, ...]) -> Inner | None:
     return Inner("env", argv[i:], env=env, cwd=cwd)
 
 
-def _short_value(argv: tuple[str, ...], letter: str, with_arg: str = "", long_names: tuple[str, ...] = ()) -> str | None:
-    """The value of option ``-letter`` wherever it stands: alone (``-c X``), at the end of a
-    cluster (``-lc X``, ``-qc X``) or attached (``-cX``); or of a long form (``--command=X``)."""
-    i = 1
-    while i < len(argv):
-        a = argv[i]
-        if a == "--":
-            return None
-        if a.startswith("--"):
-            name, eq, val = a.partition("=")
-            if name in long_names:
-                return val if eq else (argv[i + 1] if i + 1 < len(argv) else None)
-        elif a.startswith("-") and len(a) > 1:
-            for j, ch in enumerate(a[1:], start=1):
-                if ch == letter:
-                    return a[j + 1 :] or (argv[i + 1] if i + 1 < len(argv) else None)
-                if ch in with_arg:
-                    if j == len(a) - 1:
-                        i += 1  # its value is the next word
-                    break
-        i += 1
-    return None
-
-
 def _q(s: str) -> str:
     return "'" + s.replace("'", "'\\''") + "'"
 
@@ -179,66 +155,6 @@ def _multicall(argv: tuple[str, ...]) -> Inner | None:
     """``busybox APPLET ARGS`` / ``toybox APPLET ARGS``: the applet runs."""
     i = _skip_opts(argv, 1, set())
     return Inner(basename(argv[0]), argv[i:]) if i < len(argv) and i == 1 else None
-
-
-def _sudo(argv: tuple[str, ...]) -> Inner | None:
-    with_arg = {"-u", "-g", "-h", "-p", "-C", "-D", "-r", "-t", "-U", "-T", "-R"}
-    long_arg = {"--user", "--group", "--host", "--prompt", "--close-from", "--chdir", "--role",
-                "--type", "--other-user", "--command-timeout", "--chroot"}
-    i = _skip_opts(argv, 1, with_arg, long_arg)
-    cwd = _short_value(argv[:i], "D", with_arg="ughpCrtUTR", long_names=("--chdir",))
-    env = {}
-    while i < len(argv) and "=" in argv[i] and not argv[i].startswith("="):
-        k, v = argv[i].split("=", 1)
-        env[k] = v
-        i += 1
-    return Inner(basename(argv[0]), argv[i:], env=env, cwd=cwd) if i < len(argv) else None
-
-
-def _su(argv: tuple[str, ...]) -> Inner | None:
-    code = _short_value(argv, "c", with_arg="sgGw", long_names=("--command", "--session-command"))
-    return Inner("su -c", shell=code) if code is not None else None
-
-
-def _taskset(argv: tuple[str, ...]) -> Inner | None:
-    """taskset [-c] [-a] MASK|LIST CMD…; with -p it acts on a pid and runs nothing."""
-    i = 1
-    while i < len(argv) and argv[i].startswith("-"):
-        if "p" in argv[i][1:] and not argv[i].startswith("--"):
-            return None
-        i += 1
-    i += 1  # the mask or CPU list
-    return Inner("taskset", argv[i:]) if i < len(argv) else None
-
-
-def _timeout(argv: tuple[str, ...]) -> Inner | None:
-    i = _skip_opts(argv, 1, {"-s", "-k"}, {"--signal", "--kill-after"})
-    i += 1  # the duration
-    return Inner("timeout", argv[i:]) if i < len(argv) else None
-
-
-def _flock(argv: tuple[str, ...]) -> Inner | None:
-    code = _short_value(argv, "c", with_arg="wE", long_names=("--command",))
-    if code is not None:
-        return Inner("flock -c", shell=code)
-    i = _skip_opts(argv, 1, {"-w", "-E"}, {"--timeout", "--conflict-exit-code"})
-    i += 1  # the lock file
-    return Inner("flock", argv[i:]) if i < len(argv) else None
-
-
-def _watch(argv: tuple[str, ...]) -> Inner | None:
-    i = _skip_opts(argv, 1, {"-n", "-q"}, {"--interval", "--equexit"})
-    rest = argv[i:]
-    if not rest:
-        return None
-    if any(a in ("-x", "--exec") for a in argv[1:i]):
-        return Inner("watch", rest)
-    return Inner("watch", shell=" ".join(rest))
-
-
-def _script(argv: tuple[str, ...]) -> Inner | None:
-    code = _short_value(argv, "c", with_arg="ETIOBmo", long_names=("--command",))
-    return Inner("script -c", shell=code) if code is not None else None
 
 
 def _xargs(argv: tuple[str, ...]) -> Inner | None:
@@ -327,59 +243,6 @@ def _find(argv: tuple[str, ...]) -> Inner | None:
     return None
 
 
-def _runner(via: str, skip: int = 2, with_arg: set[str] = frozenset(), long_arg: set[str] = frozenset()):
-    """``uv run``, ``poetry run`` …: the command follows the sub-command and its options."""
-
-    def h(argv: tuple[str, ...]) -> Inner | None:
-        if len(argv) < skip or argv[skip - 1] != "run":
-            return None
-        i = _skip_opts(argv, skip, set(with_arg), set(long_arg))
-        return Inner(via, argv[i:]) if i < len(argv) else None
-
-    return h
-
-
-def _npm_exec(argv: tuple[str, ...]) -> Inner | None:
-    """``npx -c CMD``, ``npm exec -c CMD`` (a shell line), ``npm exec -- CMD``, ``npx CMD``,
-    ``pnpm exec CMD``, ``pnpm dlx CMD``, ``yarn exec CMD``, ``bunx CMD``: CMD runs."""
-    prog = basename(argv[0])
-    i = 1
-    if prog in ("npm", "pnpm", "yarn", "bun"):
-        if len(argv) < 2 or argv[1] not in ("exec", "x", "dlx"):
-            return None
-        i = 2
-    via = f"{prog} {argv[1]}" if i == 2 else prog
-    with_arg = {"-p", "--package", "-w", "--workspace", "--call", "-c", "--filter", "-C", "--dir"}
-    while i < len(argv):
-        a = argv[i]
-        if a in ("-c", "--call") and i + 1 < len(argv):
-            return Inner(f"{via} -c", shell=argv[i + 1])
-        if a.startswith("--call="):
-            return Inner(f"{via} -c", shell=a.split("=", 1)[1])
-        if a == "--":
-            i += 1
-            break
-        if not a.startswith("-"):
-            break
-        i += 2 if (a in with_arg and "=" not in a) else 1
-    return Inner(via, argv[i:]) if i < len(argv) else None
-
-
-def _tool_runner(via: str, sub: str | None, with_arg: set[str]):
-    """``uvx [--from P] CMD``, ``pipx run [--spec P] CMD``: the named command runs."""
-
-    def h(argv: tuple[str, ...]) -> Inner | None:
-        start = 1
-        if sub is not None:
-            if argv[1:2] != (sub,):
-                return None
-            start = 2
-        i = _skip_opts(argv, start, with_arg, with_arg)
-        return Inner(via, argv[i:]) if i < len(argv) else None
-
-    return h
-
-
 def _tmux(argv: tuple[str, ...]) -> Inner | None:
     """``tmux new-session -d 'CMD'`` (and new-window, split-window, respawn-pane) runs CMD in a
     shell; ``tmux send-keys 'CMD' Enter`` types it into one."""
@@ -422,18 +285,14 @@ def _screen(argv: tuple[str, ...]) -> Inner | None:
     return None
 
 
+# The wrappers that need code, not a catalogue entry (rules/programs/runners.yaml holds the rest):
+# bash's own builtins, which run in this shell (command -v runs nothing; exec -a renames what
+# runs); env, whose -S splits a string into words and whose -u/-C change the environment and the
+# folder; multi-call binaries, whose first word picks the program; tmux and screen, which type
+# keys (Enter, C-m, ^M) into a shell; xargs and parallel, which fill the command from their
+# input or ::: lists; find, whose {} is a path under its start points and whose -execdir runs in
+# each match's folder.
 WRAPPERS: dict[str, Callable[[tuple[str, ...]], Inner | None]] = {
-    "npx": _npm_exec,
-    "npm": _npm_exec,
-    "pnpm": _npm_exec,
-    "yarn": _npm_exec,
-    "bun": _npm_exec,
-    "bunx": _npm_exec,
-    "uvx": _tool_runner("uvx", None, {"--from", "--with", "--python", "-p", "--index-url"}),
-    "pipx": _tool_runner("pipx run", "run", {"--spec", "--python", "--index-url", "--pip-args"}),
-    "strace": _simple("strace", {"-e", "-o", "-p", "-s", "-u", "-E", "-a", "-b", "-I", "-O", "-P", "-S", "-X"}),
-    "ltrace": _simple("ltrace", {"-e", "-o", "-p", "-s", "-u", "-n", "-a", "-A", "-D", "-F", "-l", "-x"}),
-    "ssh-agent": _simple("ssh-agent", {"-a", "-E", "-t", "-P", "-O"}),
     "tmux": _tmux,
     "screen": _screen,
     "command": _command,
@@ -442,36 +301,9 @@ WRAPPERS: dict[str, Callable[[tuple[str, ...]], Inner | None]] = {
     "busybox": _multicall,
     "toybox": _multicall,
     "env": _env,
-    "sudo": _sudo,
-    "doas": _sudo,
-    "su": _su,
-    "nice": _simple("nice", {"-n"}, {"--adjustment"}),
-    "nohup": _simple("nohup"),
-    "timeout": _timeout,
-    "gtimeout": _timeout,
-    "time": _simple("time", {"-f", "-o"}, {"--format", "--output"}),
-    "stdbuf": _simple("stdbuf", {"-i", "-o", "-e"}, {"--input", "--output", "--error"}),
-    "setsid": _simple("setsid"),
-    "flock": _flock,
-    "ionice": _simple("ionice", {"-c", "-n", "-p"}, {"--class", "--classdata"}),
-    "taskset": _taskset,
-    "chronic": _simple("chronic"),
-    "unbuffer": _simple("unbuffer"),
-    "caffeinate": _simple("caffeinate", {"-t", "-w"}),
-    "xvfb-run": _simple("xvfb-run", {"-n", "-s", "-e", "-f", "-p"}, {"--server-args", "--server-num"}),
-    "watch": _watch,
-    "script": _script,
     "xargs": _xargs,
     "parallel": _parallel,
     "find": _find,
-    "uv": _runner("uv run", with_arg={"--with", "--python", "-p", "--project", "--directory", "--env-file", "--group", "--extra"},
-                  long_arg={"--with", "--python", "--project", "--directory", "--env-file", "--group", "--extra", "--package", "--index-url"}),
-    "poetry": _runner("poetry run"),
-    "pipenv": _runner("pipenv run"),
-    "pdm": _runner("pdm run"),
-    "hatch": _runner("hatch run"),
-    "rye": _runner("rye run"),
-    "conda": _runner("conda run", with_arg={"-n", "-p"}, long_arg={"--name", "--prefix"}),
 }
 
 SHELLS = frozenset({"bash", "sh", "zsh", "dash", "ksh", "ash", "mksh", "yash", "busybox", "rbash", "guard-shell"})
@@ -495,15 +327,63 @@ def _skip_words(argv: tuple[str, ...], i: int, takes: set[str]) -> int:
 _PLACEHOLDER = re.compile(r"\{(?:/|//|\.|/\.)?\}")
 
 
+def _option_value(words: tuple[str, ...], names: tuple[str, ...], takes: set[str]) -> str | None:
+    """The value of the first of the options ``names`` in ``words``, as getopt reads them, up to
+    ``--``: ``-c X``, ``-cX``, at the end of a cluster (``-lc X``: letters before it that take
+    no value), ``--command X`` or ``--command=X``. Options in ``takes`` hide their value."""
+    letters = {n[1] for n in names if len(n) == 2 and n[0] == "-" and n[1] != "-"}
+    i = 0
+    while i < len(words):
+        a = words[i]
+        if a == "--":
+            return None
+        if a.startswith("--"):
+            name, eq, val = a.partition("=")
+            if name in names:
+                return val if eq else (words[i + 1] if i + 1 < len(words) else None)
+            i += 2 if (name in takes and not eq) else 1
+            continue
+        if a.startswith("-") and len(a) > 1:
+            for j, ch in enumerate(a[1:], start=1):
+                if ch in letters:
+                    return a[j + 1 :] or (words[i + 1] if i + 1 < len(words) else None)
+                if "-" + ch in takes:
+                    i += 1 if j < len(a) - 1 else 0  # its value is the rest, or the next word
+                    break
+        i += 1
+    return None
+
+
+def _given(words: tuple[str, ...], names: tuple[str, ...]) -> bool:
+    """Whether one of the options ``names`` is among ``words`` (alone or in a cluster)."""
+    letters = {n[1] for n in names if len(n) == 2 and n[0] == "-" and n[1] != "-"}
+    for a in words:
+        if a.startswith("--"):
+            if a.split("=", 1)[0] in names:
+                return True
+        elif a.startswith("-") and any(ch in letters for ch in a[1:]):
+            return True
+    return False
+
+
 def from_spec(name: str, runs: Mapping[str, Any]) -> Callable[[tuple[str, ...]], Inner | None]:
     """The handler a program spec's ``runs:`` describes (rules/programs/*.yaml), for a program
     that runs a command given on its own command line:
 
-    - ``subcommands``: it runs one only after one of these words (``perf record``);
+    - ``subcommands``: it runs one only after one of these words (``perf record``, ``uv run``);
+      the via chain then names both (``uv run``) unless ``via`` says otherwise;
     - ``with_value``: its options that take the next word (or ``=VALUE``) before the command;
-    - ``operands``: how many operands come before the command (``chrt PRIORITY CMD``);
+    - ``operands``: how many operands come before the command (``chrt PRIORITY CMD``); options
+      may follow them too (``flock FILE -c CMD``), or follow ``shell_option_after`` operands
+      (``runuser USER -c CMD``, where ``runuser -u USER CMD`` has none);
     - ``command_option``: the command follows this option, to the end or to ``;`` (``fd -x``);
     - ``shell_option``: this option's value is a shell command line (``sg GROUP -c 'CMD'``);
+    - ``runs_operands: false``: only the shell option runs a command, found anywhere before
+      ``--`` (``su USER -c CMD``, ``script -c CMD FILE``); the operands are not one;
+    - ``shell_line``: the words after the options are joined into one shell line (``watch``),
+      unless one of the ``argv_option`` options is given (``watch -x``);
+    - ``no_command``: with one of these options it runs nothing (``taskset -p``);
+    - ``assignments``: ``NAME=VALUE`` words before the command are its environment (``sudo``);
     - ``cwd_option``: this option's value is the folder the command runs in;
     - ``whole_word_options``: an option is one word, never a cluster of letters (PowerShell's
       ``-NoProfile``), and one named in ``with_value`` takes the next word.
@@ -515,15 +395,23 @@ def from_spec(name: str, runs: Mapping[str, Any]) -> Callable[[tuple[str, ...]],
     with_value = {str(o) for o in runs.get("with_value") or () if not str(o).startswith("--")}
     long_value = {str(o) for o in runs.get("with_value") or () if str(o).startswith("--")}
     operands = int(runs.get("operands") or 0)
+    shell_after = int(runs.get("shell_option_after") or operands)
     command_option = tuple(runs.get("command_option") or ())
     shell_option = tuple(runs.get("shell_option") or ())
     cwd_option = tuple(runs.get("cwd_option") or ())
+    no_command = tuple(runs.get("no_command") or ())
+    argv_option = tuple(runs.get("argv_option") or ())
+    runs_operands = runs.get("runs_operands") is not False
+    shell_line = bool(runs.get("shell_line"))
+    assignments = bool(runs.get("assignments"))
     takes = with_value | long_value | set(shell_option) | set(cwd_option)
     words = bool(runs.get("whole_word_options"))
     short_takes = {o for o in takes if not o.startswith("--")}
     long_takes = {o for o in takes if o.startswith("--")}
 
     def value_of(argv: tuple[str, ...], names: tuple[str, ...]) -> str | None:
+        if not words:
+            return _option_value(argv, names, takes)
         for k, a in enumerate(argv):
             for n in names:
                 if a == n:
@@ -534,12 +422,16 @@ def from_spec(name: str, runs: Mapping[str, Any]) -> Callable[[tuple[str, ...]],
                     return a[len(n):]
         return None
 
+    def skip(argv: tuple[str, ...], i: int) -> int:
+        return _skip_words(argv, i, takes) if words else _skip_opts(argv, i, short_takes, long_takes)
+
     def handler(argv: tuple[str, ...]) -> Inner | None:
-        start = 1
+        start, label = 1, via
         if subs:
             if len(argv) < 2 or argv[1] not in subs:
                 return None
             start = 2
+            label = via if runs.get("via") else f"{name} {argv[1]}"
         if command_option:
             for k in range(start, len(argv)):
                 if argv[k] in command_option:
@@ -548,19 +440,32 @@ def from_spec(name: str, runs: Mapping[str, Any]) -> Callable[[tuple[str, ...]],
                         end += 1
                     # each match's path stands where {} (and fd's {/}, {//}, {.}, {/.}) is written
                     inner = tuple(_PLACEHOLDER.sub("./" + UNKNOWN, a) for a in argv[k + 1:end])
-                    return Inner(f"{via} {argv[k]}", inner, keep_outer=True) if inner else None
+                    return Inner(f"{label} {argv[k]}", inner, keep_outer=True) if inner else None
             return None
-        i = _skip_words(argv, start, takes) if words else _skip_opts(argv, start, short_takes, long_takes)
+        if not runs_operands:
+            code = value_of(argv[start:], shell_option)
+            return Inner(f"{label} {shell_option[0]}", shell=code) if code is not None else None
+        i = skip(argv, start)
+        if no_command and _given(argv[start:i], no_command):
+            return None
         cwd = value_of(argv[:i], cwd_option) if cwd_option else None
-        code = value_of(argv[:i], shell_option) if shell_option else None
+        code = value_of(argv[start:i], shell_option) if shell_option else None
+        if code is None and shell_option and shell_after and i + shell_after < len(argv):
+            # options after the operands (sg GROUP -c CMD, flock FILE -c CMD, runuser USER -c CMD)
+            after = skip(argv, i + shell_after)
+            code = value_of(argv[i + shell_after:after], shell_option)
         if code is not None:
-            return Inner(f"{via} {shell_option[0]}", shell=code, cwd=cwd)
+            return Inner(f"{label} {shell_option[0]}", shell=code, cwd=cwd)
         i += operands
-        if shell_option and i < len(argv):  # the option may come after the operands (sg GROUP -c CMD)
-            rest = argv[i - operands:]
-            code = value_of(rest, shell_option)
-            if code is not None:
-                return Inner(f"{via} {shell_option[0]}", shell=code, cwd=cwd)
-        return Inner(via, argv[i:], cwd=cwd) if i < len(argv) else None
+        env: dict[str, str | None] = {}
+        while assignments and i < len(argv) and "=" in argv[i] and not argv[i].startswith("="):
+            k, v = argv[i].split("=", 1)
+            env[k] = v
+            i += 1
+        if i >= len(argv):
+            return None
+        if shell_line and not _given(argv[start:i], argv_option):
+            return Inner(label, shell=" ".join(argv[i:]), env=env, cwd=cwd)
+        return Inner(label, argv[i:], env=env, cwd=cwd)
 
     return handler

@@ -9,8 +9,10 @@ import pytest
 import guard.resolve.programs as programs
 from guard import parse, resolve
 from guard.context import Context
+from guard.policy.classify import runs_of
 from guard.resolve.inline import INTERPRETERS
 from guard.resolve.wrappers import SHELLS, WRAPPERS
+from guard.ruleset.load import load_for
 from tests.conftest import REPO
 
 CTX = Context.from_environ(cwd="/workspace/app", trees=("/workspace",), env={"HOME": "/root", "PATH": "/usr/bin:/bin"})
@@ -30,7 +32,11 @@ ACTED_ON = sorted({*WRAPPERS, *SHELLS, *INTERPRETERS, "eval", "trap", "curl", "s
 
 @pytest.mark.parametrize("name", ACTED_ON)
 def test_programs_run_acts_on_are_never_plain(name: str) -> None:
-    assert not programs._plain_name(name)
+    # a wrapper the catalogue describes (rules/programs/runners.yaml) is kept from the shortcut
+    # by the context's runs, which ``run`` tests beside ``_plain_name``
+    runs = runs_of(load_for(CTX))
+    assert not programs._plain_name(name) or name in runs
+    assert name != "sudo" or name in runs
 
 
 @pytest.mark.parametrize("name", ["ls", "cat", "grep", "pytest", "head", "mkdir", "cargo", "go", "docker"])
