@@ -151,12 +151,6 @@ def _exec(argv: tuple[str, ...]) -> Inner | None:
     return Inner("exec", argv[i:])
 
 
-def _multicall(argv: tuple[str, ...]) -> Inner | None:
-    """``busybox APPLET ARGS`` / ``toybox APPLET ARGS``: the applet runs."""
-    i = _skip_opts(argv, 1, set())
-    return Inner(basename(argv[0]), argv[i:]) if i < len(argv) and i == 1 else None
-
-
 def _xargs(argv: tuple[str, ...]) -> Inner | None:
     with_arg = {"-a", "-d", "-E", "-I", "-L", "-n", "-P", "-s", "-e"}
     long_arg = {"--arg-file", "--delimiter", "--eof", "--max-lines", "--max-args", "--max-procs",
@@ -288,18 +282,15 @@ def _screen(argv: tuple[str, ...]) -> Inner | None:
 # The wrappers that need code, not a catalogue entry (rules/programs/runners.yaml holds the rest):
 # bash's own builtins, which run in this shell (command -v runs nothing; exec -a renames what
 # runs); env, whose -S splits a string into words and whose -u/-C change the environment and the
-# folder; multi-call binaries, whose first word picks the program; tmux and screen, which type
-# keys (Enter, C-m, ^M) into a shell; xargs and parallel, which fill the command from their
-# input or ::: lists; find, whose {} is a path under its start points and whose -execdir runs in
-# each match's folder.
+# folder; tmux and screen, which type keys (Enter, C-m, ^M) into a shell; xargs and parallel,
+# which fill the command from their input or ::: lists; find, whose {} is a path under its start
+# points and whose -execdir runs in each match's folder.
 WRAPPERS: dict[str, Callable[[tuple[str, ...]], Inner | None]] = {
     "tmux": _tmux,
     "screen": _screen,
     "command": _command,
     "builtin": _simple("builtin"),
     "exec": _exec,
-    "busybox": _multicall,
-    "toybox": _multicall,
     "env": _env,
     "xargs": _xargs,
     "parallel": _parallel,
