@@ -122,8 +122,13 @@ def _pushd(c: _Call) -> None:
     if not args or args[0].startswith("+"):
         st.cwd = UNKNOWN if not st.dirstack else st.dirstack[-1]
         return
+    new = _cd_target(args[0], c)
+    if new is None:  # as cd: a folder known to be missing leaves the shell where it was
+        st.failed = True
+        st.cd_target = paths.real(paths.join(st.cwd, args[0], _home(st)))
+        return
     st.dirstack.append(st.cwd)
-    st.cwd = paths.real(paths.join(st.cwd, args[0], _home(st)))
+    st.cwd = new
 
 
 def _popd(c: _Call) -> None:

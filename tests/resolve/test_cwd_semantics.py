@@ -69,6 +69,8 @@ FAILING_AND_LINKED = [
     "mkdir -p made/sub; cd made/sub; git status",
     "ln -s {outside} lnk && cd lnk && git status",
     "ln -sfn {outside} {scratch}/lnk; cd {scratch}/lnk/sub; git status",
+    "pushd /no/such/dir 2>/dev/null; git status",
+    "ln -s {outside} lnk; pushd lnk >/dev/null && git status",
 ]
 
 

@@ -65,7 +65,8 @@ def test_find_exec_placeholder_is_under_the_start_point() -> None:
 def test_cwd_tracking_cd_pushd_subshell() -> None:
     assert find("cd /tmp/x && git pull").cwd == "/tmp/x"
     assert find("(cd /tmp/x); git pull").cwd == "/workspace/app"
-    assert find("pushd /tmp/y; popd; git pull").cwd == "/workspace/app"
+    assert find("pushd /tmp; popd; git pull").cwd == "/workspace/app"
+    assert find("pushd /tmp/no/such/y; git pull").cwd == "/workspace/app"  # a missing folder: pushd fails
     assert find("cd ..; git pull").cwd == "/workspace"
     assert find("cd; git pull").cwd == "/root"
     assert find("cd \"$(mktemp -d)\" && git clone u").cwd == "/tmp/tmp." + UNKNOWN
