@@ -315,11 +315,13 @@ def test_normalise_command_reads_programs_through_the_rule_sets_specs() -> None:
     from guard.ruleset.programs import compile_specs
 
     shipped = dict(program_specs())
-    assert report.normalise_command("npm install left-pad", specs=shipped) == "npm …"
-    npm = compile_specs({"npm": {"global_options": {"with_value": ["--prefix"]}, "what_action": ["run"]}})
-    specs = {**shipped, **npm}
-    assert report.normalise_command("npm install left-pad", specs=specs) == "npm install …"
-    assert report.normalise_command("npm --prefix /w run build", specs=specs) == "npm --prefix … run build"
+    assert report.normalise_command("cargo install ripgrep", specs=shipped) == "cargo …"
+    cargo = compile_specs({"cargo": {"global_options": {"with_value": ["--config"]}, "what_action": ["run"]}})
+    specs = {**shipped, **cargo}
+    assert report.normalise_command("cargo install ripgrep", specs=specs) == "cargo install …"
+    assert report.normalise_command("cargo --config /w run build", specs=specs) == "cargo --config … run build"
+    # npm's spec (rules/programs/runners.yaml: npm exec runs a command) gives it subcommands
+    assert report.normalise_command("npm install left-pad", specs=shipped) == "npm install …"
     # git's spec: bundle names its action, bisect does not; -C takes a value before the subcommand
     assert report.normalise_command("git bundle create out.bundle", specs=shipped) == "git bundle create …"
     assert report.normalise_command("git bisect start", specs=shipped) == "git bisect …"
@@ -384,10 +386,10 @@ def test_normalise_command_keeps_the_words_read_per_rule_set() -> None:
     from guard.ruleset.programs import compile_specs
 
     shipped = dict(program_specs())
-    npm = {**shipped, **compile_specs({"npm": {"what_action": ["run"]}})}
+    cargo = {**shipped, **compile_specs({"cargo": {"what_action": ["run"]}})}
     for _ in range(2):
-        assert report.normalise_command("npm run build", specs=shipped) == "npm …"
-        assert report.normalise_command("npm run build", specs=npm) == "npm run build"
+        assert report.normalise_command("cargo run build", specs=shipped) == "cargo …"
+        assert report.normalise_command("cargo run build", specs=cargo) == "cargo run build"
 
 
 def test_retries_runs_and_wasted_steps(tmp_path: Path, capsysbinary: pytest.CaptureFixture[bytes]) -> None:
