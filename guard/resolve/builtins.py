@@ -45,43 +45,65 @@ def apply(argv: list[str], st: State, stdin: str | None = None, env: dict | None
 
 
 def _cd(c: _Call) -> None:
+    """``cd``: the shell's folder (``st.cwd``, physical: where the programs it starts are) and
+    ``$PWD`` (logical: through the links named, which ``cd ..`` climbs back out of, as bash's
+    default ``cd -L`` does; ``cd -P`` is physical both ways)."""
     argv, st = c.argv, c.st
+    physical = "-P" in argv[1:argv.index("--")] if "--" in argv else "-P" in argv
     args = [a for a in argv[1:] if a not in ("-P", "-L", "-e", "-@", "--")]
-    old = st.cwd
+    old = _logical(st)
     if not args:
-        new = _home(st)
+        new = logical = _home(st)
     elif args[0] == "-":
         prev = st.vars.get("OLDPWD")
-        new = prev if isinstance(prev, str) else UNKNOWN
+        logical = prev if isinstance(prev, str) else UNKNOWN
+        new = _physical(logical, st)
     else:
-        new = _cd_target(args[0], c)
-        if new is None:  # bash says "No such file or directory" and stays where it was
+        got = _cd_target(args[0], c, physical)
+        if got is None:  # bash says "No such file or directory" and stays where it was
             st.failed = True
             st.cd_target = paths.real(paths.join(st.cwd, args[0], _home(st)))
             return
+        logical, new = got
     st.cwd = new
     st.vars["OLDPWD"] = old
-    st.vars["PWD"] = new
+    st.vars["PWD"] = logical
 
 
-def _cd_target(arg: str, c: _Call) -> str | None:
-    """Where ``cd arg`` goes: through ``CDPATH`` for a relative name (bash tries each entry,
-    then the name itself), None when the folder is known not to exist."""
+def _physical(path: str, st: State) -> str:
+    """Where a ``chdir`` to ``path`` lands: through a link the command made, then the links on disk."""
+    if st.fx.links:
+        path = relink_path(path, st) or path
+    return paths.real(path)
+
+
+def _logical(st: State) -> str:
+    """The shell's logical folder: ``$PWD`` when it names the folder the shell is in, else that folder."""
+    pwd = st.vars.get("PWD")
+    if isinstance(pwd, str) and pwd != st.cwd and pwd.startswith("/") and UNKNOWN not in pwd \
+            and _physical(pwd, st) == st.cwd:
+        return pwd
+    return st.cwd
+
+
+def _cd_target(arg: str, c: _Call, physical: bool = False) -> tuple[str, str] | None:
+    """Where ``cd arg`` goes, (logical, physical): through ``CDPATH`` for a relative name (bash
+    tries each entry, then the name itself), None when the folder is known not to exist."""
     st = c.st
     home = _home(st)
-    local = paths.join(st.cwd, arg, home)
-    if st.fx.links:  # through a link the command made: where it points (the process's cwd is physical)
-        local = relink_path(local, st) or local
-    local = paths.real(local)
+    base = st.cwd if physical else _logical(st)
     cdpath = c.env.get("CDPATH") if "CDPATH" in c.env else st.vars.get("CDPATH")
     if isinstance(cdpath, str) and cdpath and not arg.startswith(("/", "./", "../", "~")) and arg not in (".", ".."):
         for entry in cdpath.split(":"):
-            cand = paths.real(paths.join(st.cwd if not entry else paths.join(st.cwd, entry, home), arg, home))
+            logical = paths.join(base if not entry else paths.join(base, entry, home), arg, home)
+            cand = _physical(logical, st)
             if _exists(cand, st) is True:
-                return cand
+                return (cand if physical else logical), cand
+    logical = paths.join(base, arg, home)
+    local = _physical(logical, st)
     if _exists(local, st) is False:
         return None
-    return local
+    return (local if physical else logical), local
 
 
 def _exists(path: str, st: State) -> bool | None:
@@ -122,13 +144,13 @@ def _pushd(c: _Call) -> None:
     if not args or args[0].startswith("+"):
         st.cwd = UNKNOWN if not st.dirstack else st.dirstack[-1]
         return
-    new = _cd_target(args[0], c)
-    if new is None:  # as cd: a folder known to be missing leaves the shell where it was
+    got = _cd_target(args[0], c)
+    if got is None:  # as cd: a folder known to be missing leaves the shell where it was
         st.failed = True
         st.cd_target = paths.real(paths.join(st.cwd, args[0], _home(st)))
         return
     st.dirstack.append(st.cwd)
-    st.cwd = new
+    st.cwd = got[1]
 
 
 def _popd(c: _Call) -> None:

@@ -69,6 +69,9 @@ FAILING_AND_LINKED = [
     "mkdir -p made/sub; cd made/sub; git status",
     "ln -s {outside} lnk && cd lnk && git status",
     "ln -sfn {outside} {scratch}/lnk; cd {scratch}/lnk/sub; git status",
+    "ln -s {outside}/sub lnk && cd lnk && cd .. && git status",  # cd -L climbs back out of the link
+    "ln -s {outside}/sub lnk && cd -P lnk && cd .. && git status",  # cd -P does not
+    'ln -s {outside} lnk; cd lnk; git -C "$PWD/sub" status',
     "pushd /no/such/dir 2>/dev/null; git status",
     "ln -s {outside} lnk; pushd lnk >/dev/null && git status",
 ]
@@ -90,7 +93,10 @@ def test_failed_and_linked_cd_as_bash_runs_it(
     (ran_in,) = log.read_text().splitlines()
     gits = [i for i in v.invocations if i.program == "git"]
     assert len(gits) == 1, v.invocations
-    assert os.path.realpath(gits[0].cwd) == ran_in, (command, gits[0].cwd, ran_in)
+    resolved = gits[0].cwd
+    if "-C" in gits[0].argv:
+        resolved = gits[0].argv[gits[0].argv.index("-C") + 1]
+    assert os.path.realpath(resolved) == ran_in, (command, resolved, ran_in)
     assert (v.verdict == "refuse") == ran_in.startswith(str(work.parent.resolve())), command
 
 
