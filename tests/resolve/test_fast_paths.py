@@ -9,10 +9,10 @@ import pytest
 import guard.resolve.programs as programs
 from guard import parse, resolve
 from guard.context import Context
+from guard.engine import rules_for
 from guard.policy.classify import runs_of
 from guard.resolve.inline import INTERPRETERS
 from guard.resolve.wrappers import SHELLS, WRAPPERS
-from guard.ruleset.load import load_for
 from tests.conftest import REPO
 
 CTX = Context.from_environ(cwd="/workspace/app", trees=("/workspace",), env={"HOME": "/root", "PATH": "/usr/bin:/bin"})
@@ -34,7 +34,7 @@ ACTED_ON = sorted({*WRAPPERS, *SHELLS, *INTERPRETERS, "eval", "trap", "curl", "s
 def test_programs_run_acts_on_are_never_plain(name: str) -> None:
     # a wrapper the catalogue describes (rules/programs/runners.yaml) is kept from the shortcut
     # by the context's runs, which ``run`` tests beside ``_plain_name``
-    runs = runs_of(load_for(CTX))
+    runs = runs_of(rules_for(CTX))
     assert not programs._plain_name(name) or name in runs
     assert name != "sudo" or name in runs
 

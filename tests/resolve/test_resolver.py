@@ -9,17 +9,17 @@ from pathlib import Path
 import pytest
 
 from guard.context import Context
+from guard.engine import rules_for
 from guard.ir import UNKNOWN
 from guard.parse import parse
 from guard.policy.classify import effective_context
 from guard.resolve import resolve
-from guard.ruleset.load import load_for
 
 
 def invs(cmd: str, cwd: str = "/workspace/app", env: dict | None = None):
     ctx = Context.from_environ(cwd=cwd, trees=("/workspace",), env={"HOME": "/root", **(env or {})})
     # the context as the engine fills it: the catalogue's wrappers (rules/programs/) included
-    return resolve(parse(cmd), effective_context(ctx, load_for(ctx)))
+    return resolve(parse(cmd), effective_context(ctx, rules_for(ctx)))
 
 
 def find(cmd: str, prog: str = "git", **kw):
