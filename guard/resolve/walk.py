@@ -75,6 +75,7 @@ class Walker:
         self.reparse = reparse
         self.stdin_used: str | None = None  # what the last simple command read on stdin
         self.fds_used: dict[int, str] = {}  # what its descriptors 3 and up give a reader
+        self.std_paths = ("", "")  # the files its stdin is read from and its stdout written to
         self.last_env: dict[str, str | None] = {}  # the assignments in front of the last simple command
         self.reads: list[str] = []  # input-redirection paths of the simple command being walked
 
@@ -184,15 +185,18 @@ class Walker:
         return flow
 
     def archive_effect(self, argv: tuple[str, ...], spec: Mapping[str, object], st: State, fr: Frame,
-                       pos: tuple[int, int]) -> None:
+                       pos: tuple[int, int], std_paths: tuple[str, str]) -> None:
         """An archive packed from known folders is remembered; one unpacked later in the command
         lands what it holds where it is unpacked, emitted as the ``cp -r`` it amounts to, so a
-        repository's .git arriving in the tree is seen as a copy of the repository."""
+        repository's .git arriving in the tree is seen as a copy of the repository. An archive
+        named ``-`` is the file the command's stdout is written to (packing) or its stdin read
+        from (unpacking)."""
         home = str(st.vars.get("HOME") or "/root")
         r = archives.read(argv, spec)
-        if not r.mode or r.archive in ("", "-") or UNKNOWN in r.archive:
+        name = r.archive if r.archive != "-" else std_paths[1] if r.mode == "create" else std_paths[0]
+        if not r.mode or not name or UNKNOWN in name:
             return
-        archive = paths.join(st.cwd, r.archive, home)
+        archive = paths.join(st.cwd, name, home)
         folder = paths.join(st.cwd, r.folder, home) if r.folder else st.cwd
         if r.mode == "create":
             held = tuple(paths.join(folder, name, home) for name in r.names)
@@ -208,7 +212,7 @@ class Walker:
             held = tuple(h.rsplit("/", 1)[0] + "/" + m.strip("/") for m in r.names for h in held
                          if m.strip("/").split("/", 1)[0] == h.rsplit("/", 1)[-1])
         if held:
-            via = Frame(fr.via + (f"{argv[0].rsplit('/', 1)[-1]} unpacks {r.archive}",), fr.depth, fr.lang)
+            via = Frame(fr.via + (f"{argv[0].rsplit('/', 1)[-1]} unpacks {name}",), fr.depth, fr.lang)
             self.emit(Call(("cp", "-r", *held, paths.real(folder)), st, via, {}, pos=pos), "cp")
 
     def archive_pipe(self, left: Invocation, right: Invocation, st: State, fr: Frame) -> None:
@@ -246,6 +250,7 @@ class Walker:
                 self.later_code(name, value, st, fr)
         writes: tuple[str, ...] = ()
         fds = st.fds
+        self.std_paths = ("", "")
         if n.redirects:
             writes, in_stdin, fds = self.redirect_effects(n.redirects, st, fr, refs)
             if in_stdin is not None:
@@ -254,6 +259,7 @@ class Walker:
                 st.fds = fds  # `exec 3<<<TEXT`: the descriptors stay open for the commands after it
         self.stdin_used = stdin
         self.fds_used = fds
+        std_paths = self.std_paths
         argv: list[str] = []
         words = n.words
         if words:  # ``Word.literal`` inline for the usual first word, a single literal part
@@ -345,7 +351,7 @@ class Walker:
         if "/" in ran:
             ran = ran.rsplit("/", 1)[-1]
         if ran in self.ctx.archives:
-            self.archive_effect(final, self.ctx.archives[ran], st, fr, n.pos)
+            self.archive_effect(final, self.ctx.archives[ran], st, fr, n.pos, std_paths)
         if ran not in _REMEMBERED:
             return final
         if ran in ("rm", "rmdir"):
@@ -585,6 +591,7 @@ class Walker:
         writes: list[str] = []
         stdin: str | None = None
         fds = st.fds
+        std_in = std_out = ""
         for r in rs:
             fd = r.fd or 0
             text: str | None = None
@@ -600,12 +607,16 @@ class Walker:
                 elif r.op in OUTPUT_OPS and not target.isdigit() and target != "-":
                     writes.append(paths.join(st.cwd, target, str(st.vars.get("HOME") or "/root")))
                     if r.op != "<>":
+                        if r.fd in (None, 1):
+                            std_out = writes[-1]
                         continue
                     text = st.fx.files.get(writes[-1])
                 elif r.op in ("<", "<>") or (r.op == "<&" and not target.isdigit() and target != "-"):
                     full = paths.join(st.cwd, target, str(st.vars.get("HOME") or "/root"))
                     self.reads.append(full)
                     text = st.fx.files.get(full)
+                    if fd == 0:
+                        std_in = full
                 elif r.op == "<&" and target.isdigit():
                     text = stdin if target == "0" else fds.get(int(target))  # N<&M: N reads what M reads
                 elif r.op in (">&", "<&") and target == "-" and fd in fds:
@@ -619,6 +630,7 @@ class Walker:
                 fds = {**fds, fd: text}
             elif fd in fds:
                 fds = {k: v for k, v in fds.items() if k != fd}
+        self.std_paths = (std_in, std_out)
         return tuple(writes), stdin, fds
 
     # ------------------------------------------------------------------ output

@@ -66,6 +66,9 @@ ROUND_TRIPS = [
     'cd "$SRC" && zip -qr "$TMP/p.zip" proj && unzip -q "$TMP/p.zip" -d "$DEST"',
     'cd "$SRC" && zip -qr "$TMP/p.zip" proj -x "proj/.git/*" && unzip -q "$TMP/p.zip" -d "$DEST"',
     'cd "$SRC" && zip -qr "$TMP/p.zip" proj && cd "$DEST" && unzip -q "$TMP/p.zip" -x "proj/.git/*"',
+    # the archive through standard output and input
+    'tar -C "$SRC" -cf - proj > "$TMP/p.tar" && tar -xf - -C "$DEST" < "$TMP/p.tar"',
+    'cd "$SRC" && zip -qr - proj > "$TMP/p.zip" && unzip -q "$TMP/p.zip" -d "$DEST"',
 ]
 
 
