@@ -107,7 +107,11 @@ class Walker:
                     # `cd DIR && …` where DIR is not there yet: bash would run nothing more, but
                     # the folder may exist by the time it runs; analyse the rest as if in DIR
                     st.cwd = st.cd_target
+                gone = st.cd_target if i and n.ops[i - 1] == "||" and st.failed else ""
                 self.node(item, st, fr, stdin if i == 0 else None)
+                if gone and _leaves(item):
+                    # `cd DIR || exit 1; …`: what follows runs only once DIR is there, as for &&
+                    st.cwd = gone
         elif isinstance(n, Sequence):
             for item in n.items:
                 self.node(item, st, fr)
@@ -673,6 +677,17 @@ class Walker:
 
 
 _IN_THIS_SHELL = frozenset({"builtin", "command"})
+
+
+def _leaves(n: Node) -> bool:
+    """Whether ``n`` ends the shell or function it runs in: ``exit``, ``return``, or a group
+    whose last command does (``{ echo no; exit 1; }``)."""
+    if isinstance(n, Group):
+        if n.kind != "group" or not n.body:
+            return False
+        last = n.body[-1]
+        return _leaves(last.items[-1] if isinstance(last, Sequence) and last.items else last)
+    return isinstance(n, Simple) and bool(n.words) and n.words[0].literal in ("exit", "return")
 
 
 def _with_env(st: State, env: dict[str, str | None]) -> State:

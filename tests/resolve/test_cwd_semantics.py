@@ -112,3 +112,20 @@ def test_git_dir_through_a_link_made_earlier(tree: tuple[Path, Path, Path], tmp_
     work_tree = next(a.split("=", 1)[1] for a in git.argv if a.startswith("--work-tree="))
     assert work_tree == os.path.realpath(link)
     assert v.verdict == "refuse" and v.category == "read-probe"
+
+
+@pytest.mark.parametrize(
+    "command",
+    ["cd /no/such/dir 2>/dev/null || exit 1; git status", "cd ../../elsewhere 2>/dev/null || { echo no; exit 1; }\ngit status"],
+)
+def test_a_failed_cd_that_exits_stops_what_follows(command: str, tree: tuple[Path, Path, Path]) -> None:
+    """``cd DIR || exit``: bash runs nothing after a failed cd, so the rest is read as running in
+    DIR, as ``cd DIR && …`` is (every invocation counts, reachable or not)."""
+    work, bin_, log = tree
+    env = {"PATH": f"{bin_}:/usr/bin:/bin", "HOME": str(work.parent), "GIT_LOG": str(log)}
+    v = analyze(command, Context(cwd=str(work), trees=(str(work.parent),), env=env))
+    subprocess.run(["bash", "-c", command], cwd=work, env=env, check=False, capture_output=True, timeout=30)
+    assert not log.exists()  # bash ran no git
+    (git,) = [i for i in v.invocations if i.program == "git"]
+    assert not git.cwd.startswith(str(work)), git.cwd
+    assert v.verdict == "allow", v.message
