@@ -375,11 +375,15 @@ def _unset(c: _Call) -> None:
 
 def _set(c: _Call) -> None:
     argv, st = c.argv, c.st
-    for a in argv[1:]:
+    for k, a in enumerate(argv[1:], start=1):
         if a == "--":
             break
         if a[:1] in "-+" and "f" in a[1:] and a[1:2] != "o":
             st.noglob = a[0] == "-"
+        if a[:1] in "-+" and a[1:2] != "-":
+            letters = a[1:].split("o", 1)[0]  # -euo pipefail: the letters before the o
+            if "e" in letters or ("o" in a[1:] and k + 1 < len(argv) and argv[k + 1] == "errexit"):
+                st.errexit = a[0] == "-"
     if "--" in argv:
         st.positional = list(argv[argv.index("--") + 1 :])
     elif len(argv) > 1 and not argv[1].startswith(("-", "+")):

@@ -122,7 +122,7 @@ class Effects:
 
 
 _STATE_SLOTS = ("cwd", "vars", "aliases", "functions", "dirstack", "positional", "exported", "namerefs", "arg0",
-                "noglob", "failed", "cd_target", "hashed", "inherited", "fds", "fx")
+                "noglob", "errexit", "failed", "cd_target", "hashed", "inherited", "fds", "fx")
 
 
 class State:
@@ -134,7 +134,7 @@ class State:
 
     Fields: ``positional`` None means unknown ($1… of the outer shell); ``exported`` holds what
     the command assigned and exported; ``namerefs`` declare -n NAME=TARGET; ``arg0`` $0;
-    ``noglob`` set -f; ``failed`` the last builtin is known to have failed (cd to a missing
+    ``noglob`` set -f; ``errexit`` set -e; ``failed`` the last builtin is known to have failed (cd to a missing
     folder) and ``cd_target`` where that cd meant to go; ``hashed`` hash -p PATH NAME (NAME runs
     PATH); ``inherited`` the names the shell got from its environment (exported from the start);
     ``fds`` the text a read of an open descriptor (3 and up) gives, where the command says it
@@ -162,6 +162,7 @@ class State:
         self.namerefs: dict[str, str] = {}
         self.arg0 = "bash"
         self.noglob = False
+        self.errexit = False
         self.failed = False
         self.cd_target = ""
         self.hashed: dict[str, str] = {}
@@ -185,6 +186,7 @@ class State:
         new.namerefs = {}
         new.arg0 = "bash"
         new.noglob = False
+        new.errexit = False
         new.failed = False
         new.cd_target = ""
         new.hashed = {}
@@ -211,6 +213,7 @@ class State:
         new.namerefs = dict(self.namerefs)
         new.arg0 = self.arg0
         new.noglob = self.noglob
+        new.errexit = self.errexit
         new.failed = False
         new.cd_target = ""
         new.hashed = dict(self.hashed)

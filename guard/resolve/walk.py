@@ -115,6 +115,8 @@ class Walker:
         elif isinstance(n, Sequence):
             for item in n.items:
                 self.node(item, st, fr)
+                if st.errexit and st.failed and st.cd_target:
+                    st.cwd = st.cd_target  # under set -e a failed cd ends the shell, as `cd DIR || exit`
         elif isinstance(n, Subshell):
             self.compound_redirects(n.redirects, st, fr)
             self.node(n.body, st.copy(), fr, stdin)

@@ -116,11 +116,15 @@ def test_git_dir_through_a_link_made_earlier(tree: tuple[Path, Path, Path], tmp_
 
 @pytest.mark.parametrize(
     "command",
-    ["cd /no/such/dir 2>/dev/null || exit 1; git status", "cd ../../elsewhere 2>/dev/null || { echo no; exit 1; }\ngit status"],
+    [
+        "cd /no/such/dir 2>/dev/null || exit 1; git status",
+        "cd ../../elsewhere 2>/dev/null || { echo no; exit 1; }\ngit status",
+        "set -euo pipefail\ncd /no/such/dir 2>/dev/null\ngit status",  # errexit: the failed cd ends it
+    ],
 )
 def test_a_failed_cd_that_exits_stops_what_follows(command: str, tree: tuple[Path, Path, Path]) -> None:
-    """``cd DIR || exit``: bash runs nothing after a failed cd, so the rest is read as running in
-    DIR, as ``cd DIR && …`` is (every invocation counts, reachable or not)."""
+    """``cd DIR || exit`` (or ``set -e``): bash runs nothing after a failed cd, so the rest is
+    read as running in DIR, as ``cd DIR && …`` is (every invocation counts, reachable or not)."""
     work, bin_, log = tree
     env = {"PATH": f"{bin_}:/usr/bin:/bin", "HOME": str(work.parent), "GIT_LOG": str(log)}
     v = analyze(command, Context(cwd=str(work), trees=(str(work.parent),), env=env))
