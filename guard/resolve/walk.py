@@ -150,8 +150,12 @@ class Walker:
                 for b in n.body:
                     self.node(b, st, fr, body_stdin)
             return
-        for b in n.body:
+        for k, b in enumerate(n.body):
             self.node(b, st, fr, body_stdin)
+            if k == 0 and n.kind in ("if", "while", "until") and st.failed and st.cd_target:
+                # `if cd DIR; then …`, `if ! cd DIR; then exit 1; fi; …`: what the condition
+                # guards is meant to run in DIR, as after `cd DIR && …`
+                st.cwd = st.cd_target
 
     def pipeline(self, n: Pipeline, st: State, fr: Frame, stdin: str | None, output: bool = True) -> str | None:
         """Walk the stages, feeding each the known output of the one before; return the last

@@ -120,6 +120,8 @@ def test_git_dir_through_a_link_made_earlier(tree: tuple[Path, Path, Path], tmp_
         "cd /no/such/dir 2>/dev/null || exit 1; git status",
         "cd ../../elsewhere 2>/dev/null || { echo no; exit 1; }\ngit status",
         "set -euo pipefail\ncd /no/such/dir 2>/dev/null\ngit status",  # errexit: the failed cd ends it
+        "if cd /no/such/dir 2>/dev/null; then git status; fi",  # a condition guards it, as && does
+        "if ! cd /no/such/dir 2>/dev/null; then exit 1; fi; git status",
     ],
 )
 def test_a_failed_cd_that_exits_stops_what_follows(command: str, tree: tuple[Path, Path, Path]) -> None:
