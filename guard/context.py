@@ -40,6 +40,11 @@ class Context:
     # The catalogue's archivers (a program spec's ``archive:``): program name → how its argv
     # packs or unpacks an archive, so an archive made and unpacked in one command is a copy.
     archives: Mapping[str, Mapping[str, object]] = field(default_factory=dict)
+    # The catalogue's interpreters (a program spec's ``inline:``: program name → the dialect it
+    # runs and where its program sits) and the dialect tables (rules/dialects/: dialect name →
+    # table), filled from the rule set the same way: a new language is YAML.
+    interpreters: Mapping[str, Mapping[str, object]] = field(default_factory=dict)
+    dialects: Mapping[str, Mapping[str, object]] = field(default_factory=dict)
 
     @property
     def home(self) -> str:

@@ -30,10 +30,13 @@ def effective_context(ctx: Context, rs: RuleSet) -> Context:
     strict = ctx.strict or bool(rs.config.get("strict"))
     runs = runs_of(rs)
     archives = runs_of(rs, "archive")
-    if trees == ctx.trees and strict == ctx.strict and runs is ctx.runs and archives is ctx.archives:
+    interpreters = runs_of(rs, "inline")
+    if trees == ctx.trees and strict == ctx.strict and runs is ctx.runs and archives is ctx.archives \
+            and interpreters is ctx.interpreters and rs.dialects is ctx.dialects:
         out = ctx
     else:
-        out = replace(ctx, trees=trees, strict=strict, runs=runs, archives=archives)
+        out = replace(ctx, trees=trees, strict=strict, runs=runs, archives=archives, interpreters=interpreters,
+                      dialects=rs.dialects)
     _last_effective[:] = (ctx, rs, out)
     return out
 

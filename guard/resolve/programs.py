@@ -11,7 +11,8 @@ import guard.resolve.files as files
 import guard.resolve.sourced as sourced
 from guard.ir import ENV_READ, HTTP, KIND_NAMES, UNKNOWN, Invocation
 from guard.resolve import paths
-from guard.resolve.inline import analyze_inline, interpreter_lang  # not an import per command
+from guard.resolve.inline import analyze_inline  # not an import per command
+from guard.resolve.inline.launch import interpreter, source_of
 from guard.resolve.projects import parse_makefile, shell_calls
 from guard.resolve.sedscript import sed_commands
 from guard.resolve.state import Call, Frame, State
@@ -24,6 +25,7 @@ TYPE_CHECKING = False  # typing costs ~2-7 ms to import on the command path
 if TYPE_CHECKING:
     from collections.abc import Callable, Mapping
 
+    from guard.context import Context
     from guard.resolve.state import Walker
 
 SCRIPT_CAP = 512 * 1024
@@ -39,8 +41,8 @@ def run(w: Walker, call: Call) -> tuple[str, ...] | None:
     cwd = call.cwd or st.cwd
     name = argv[0] if argv else ""
     if "/" not in name and not st.fx.renamed and name not in st.hashed:
-        plain = _plain_name(name)
-        if plain and plain not in w.ctx.runs:
+        plain = plain_name(name, w.ctx)
+        if plain:
             # most commands (ls, cat, grep, pytest): a name nothing below would act on, run as it is
             w.emit(call, plain)
             return argv
@@ -134,6 +136,14 @@ _ACTED_ON = frozenset({*NAMED, *WRAPPERS, *SHELLS, "eval", "trap", "mapfile", "r
                        "npm", "yarn", "pnpm", "make", "gmake"})
 
 
+def plain_name(name: str, ctx: Context) -> str:
+    """``_plain_name``, and no runner or interpreter of the catalogue ``ctx`` was filled from."""
+    plain = _plain_name(name)
+    if plain and (plain in ctx.runs or interpreter(plain, ctx.interpreters) is not None):
+        return ""
+    return plain
+
+
 @lru_cache(maxsize=4096)
 def _plain_name(name: str) -> str:
     """The program's basename when ``run`` does nothing for a program of this name (written
@@ -142,8 +152,7 @@ def _plain_name(name: str) -> str:
     from its options or its input; else "". Asked per name once (every corpus command's
     programs are a few hundred names), and the basename with it, which the emit needs."""
     base = basename(name)
-    if not base or base.startswith("git-") or base in _ACTED_ON or base in _READS_COMMANDS or base in _RUNS_PROGRAMS \
-            or interpreter_lang(name) is not None:
+    if not base or base.startswith("git-") or base in _ACTED_ON or base in _READS_COMMANDS or base in _RUNS_PROGRAMS:
         return ""
     return base
 _PROC_EXE = re.compile(r"^/proc/(?:self|\d+|" + UNKNOWN + r")/exe$")
@@ -704,26 +713,6 @@ def _shell(
     return False
 
 
-INLINE_FLAGS = {
-    "python": ("-c",),
-    "node": ("-e", "--eval", "-p", "--print"),
-    "perl": ("-e", "-E"),
-    "ruby": ("-e",),
-    "php": ("-r",),
-    "lua": ("-e",),
-    "r": ("-e",),
-    "julia": ("-e", "-E", "--eval", "--print"),
-    "expect": ("-c",),
-}
-# Options whose value is the next word (so that word is not the script).
-_VALUE_FLAGS = {
-    "python": ("-W", "-X"),
-    "node": ("-r", "--require", "--import", "--loader"),
-    "lua": ("-l",),
-    "julia": ("-t", "--threads", "-p", "--procs", "-L", "--load", "-J", "--sysimage"),
-    "expect": ("-f",),
-    "tcl": ("-encoding",),
-}
 # python -m MODULE that runs code given to it: where the code is.
 _PY_TIMEIT_VALUES = ("-n", "--number", "-r", "--repeat", "-u", "--unit")
 
@@ -731,62 +720,34 @@ _PY_TIMEIT_VALUES = ("-n", "--number", "-r", "--repeat", "-u", "--unit")
 def _interpreter(
     w: Walker, argv: tuple[str, ...], st: State, fr: Frame, cwd: str, env: dict[str, str | None], stdin: str | None
 ) -> bool:
-    """Analyse an inline program (``python -c``, ``node -e``, heredoc, a script file)."""
-    lang = interpreter_lang(argv[0])
-    if lang is None:
+    """Analyse the program an interpreter runs (``python -c``, ``perl -e``, a heredoc, a script
+    file); the catalogue (a program spec's ``inline:``) says which dialect and where it sits."""
+    spec = interpreter(argv[0], w.ctx.interpreters)
+    if spec is None:
         return False
-    code, label, args = _inline_source(lang, argv, st, cwd, stdin)
+    code, label, args = _inline_source(spec, argv, st, cwd, stdin)
     if code is None:
         return False
-    inline_findings(w, lang, code, label, st, fr, cwd, env, args)
+    inline_findings(w, str(spec["dialect"]), code, label, st, fr, cwd, env, args)
     return True
 
 
 def _inline_source(
-    lang: str, argv: tuple[str, ...], st: State, cwd: str, stdin: str | None
+    spec: Mapping[str, object], argv: tuple[str, ...], st: State, cwd: str, stdin: str | None
 ) -> tuple[str | None, str, tuple[str, ...]]:
     """The program text an interpreter runs, a label for it, and the program's own arguments
     (``sys.argv`` for Python)."""
     prog = basename(argv[0])
-    if lang == "awk":
-        i = 1
-        while i < len(argv) and argv[i].startswith("-"):
-            if argv[i] == "-f" and i + 1 < len(argv):
-                return read_script(argv[i + 1], st, cwd, stdin)[0], f"awk -f {_show(argv[i + 1])}", ()
-            i += 2 if argv[i] in ("-F", "-v") else 1
-        return (argv[i], "awk", ()) if i < len(argv) else (None, "", ())
-    first = 1
-    if prog.startswith("deno") and len(argv) > 1 and argv[1] in ("eval", "run"):
-        if argv[1] == "eval":  # deno eval [OPTIONS] CODE
-            code = next((a for a in argv[2:] if not a.startswith("-")), None)
-            return code, "deno eval", ()
-        first = 2
-    flags = INLINE_FLAGS.get("expect" if prog == "expect" else lang, ())
-    values = _VALUE_FLAGS.get("expect" if prog == "expect" else lang, ())
-    j = first
-    while j < len(argv):
-        a = argv[j]
-        for f in flags:
-            if a == f and j + 1 < len(argv):
-                return argv[j + 1], f"{prog} {f}", ("-c", *argv[j + 2 :])
-            if a.startswith(f) and len(f) == 2 and len(a) > 2 and not a.startswith("--"):
-                return a[2:], f"{prog} {f}", ("-c", *argv[j + 1 :])
-        if a == "-m" and lang == "python":
-            return _python_module(argv[j + 1 :], prog, st, cwd, stdin)
-        if a == "-f" and prog == "expect" and j + 1 < len(argv):
-            a = argv[j + 1]
-            j += 1
-        elif a in values:
-            j += 2
-            continue
-        if a == "-" or (not a.startswith("-")):
-            if a == "-":
-                return stdin, f"{prog} stdin", ("-", *argv[j + 1 :])
-            return read_script(a, st, cwd, stdin)[0], f"{prog} {_show(a)}", tuple(argv[j:])
-        j += 1
-    if stdin is not None:
-        return stdin, f"{prog} stdin", ("",)
-    return None, "", ()
+    src = source_of(prog, spec, argv)
+    if src is None:
+        return None, "", ()
+    if src.kind == "code":
+        return src.text, src.label, src.args
+    if src.kind == "script":
+        return read_script(src.text, st, cwd, stdin)[0], f"{src.label} {_show(src.text)}", src.args
+    if src.kind == "module":
+        return _python_module(src.args, prog, st, cwd, stdin)
+    return stdin, src.label, src.args
 
 
 def _python_module(
@@ -844,7 +805,7 @@ def inline_findings(
     w: Walker, lang: str, code: str, label: str, st: State, fr: Frame, cwd: str, env: dict[str, str | None],
     args: tuple[str, ...] = (),
 ) -> None:
-    findings, notes = analyze_inline(lang, code, args)
+    findings, notes = analyze_inline(lang, code, args, w.ctx.dialects)
     for n in notes[:5]:
         w.sink.note(n)
     for f in findings:
@@ -886,7 +847,8 @@ def _executable_script(
         sub.positional = list(argv[1:])
         w.string(text, sub, fr, _show(argv[0]))
         return True
-    lang = interpreter_lang(interp)
+    spec = interpreter(interp, w.ctx.interpreters) if interp else None
+    lang = str(spec["dialect"]) if spec is not None else None
     if lang:
         inline_findings(w, lang, text, _show(argv[0]), st, fr, cwd, env, tuple(argv))
         return False  # still emit the script itself

@@ -300,3 +300,116 @@ def archive_problems(doc: Doc) -> list[Diagnostic]:
             if wrong:
                 out.append(doc.diag(where_, f"{ex['command']!r} reads with " + "; ".join(wrong), "archive-example"))
     return out
+
+
+def inline_problems(doc: Doc) -> list[Diagnostic]:
+    """Each program spec's ``inline:`` examples, read by the resolver's own reading: the command
+    must put its program where the example says (its text, a script file, standard input, or
+    nowhere)."""
+    import shlex
+
+    from guard.resolve.inline.launch import source_of
+
+    out: list[Diagnostic] = []
+    specs = doc.data.get("programs") if isinstance(doc.data, dict) else None
+    for i, spec in enumerate(specs if isinstance(specs, list) else []):
+        inline = spec.get("inline") if isinstance(spec, dict) else None
+        if not isinstance(inline, dict) or "dialect" not in inline:
+            continue
+        for k, ex in enumerate(inline.get("examples") or []):
+            if not isinstance(ex, dict) or not isinstance(ex.get("command"), str):
+                continue  # the schema has said so
+            try:
+                argv = tuple(shlex.split(ex["command"]))
+            except ValueError as e:
+                out.append(doc.diag(("programs", i, "inline", "examples", k), f"cannot be split: {e}", "bad-example"))
+                continue
+            try:
+                src = source_of(argv[0], inline, argv) if argv else None
+            except (TypeError, ValueError, AttributeError) as e:
+                out.append(doc.diag(("programs", i, "inline"), f"cannot be read: {e}", "bad-inline"))
+                break
+            got = _shown_source(src)
+            want = ("script", ex["script"]) if "script" in ex else ("stdin", "") if ex.get("stdin") else \
+                ("code", ex["code"]) if ex.get("code") is not None else None
+            if got != want:
+                out.append(doc.diag(("programs", i, "inline", "examples", k),
+                                    f"{ex['command']!r} reads {_said(got)}, the example says {_said(want)}",
+                                    "inline-example"))
+    return out
+
+
+def _shown_source(src: object) -> tuple[str, str] | None:
+    if src is None:
+        return None
+    kind, text = getattr(src, "kind", ""), getattr(src, "text", "")
+    return (kind, "" if kind in ("stdin", "module") else text)
+
+
+def _said(got: tuple[str, str] | None) -> str:
+    if got is None:
+        return "no program"
+    kind, text = got
+    return {"code": f"the code {text!r}", "script": f"the script {text!r}", "stdin": "standard input",
+            "module": "a module"}.get(kind, kind)
+
+
+def dialect_problems(doc: Doc) -> list[Diagnostic]:
+    """Each dialect table's examples, run through the one analyser: a ``runs`` snippet must run
+    exactly the command it names, an ``allows`` snippet none that guard judges. Its patterns must
+    compile and its grammar must load."""
+    import re
+
+    from guard.resolve.inline.common import COMMAND_WORDS, looks_like_command
+    from guard.resolve.inline.generic import analyze_dialect, dialect_of, parser_for
+
+    out: list[Diagnostic] = []
+    tables = doc.data.get("dialects") if isinstance(doc.data, dict) else None
+    for i, table in enumerate(tables if isinstance(tables, list) else []):
+        if not isinstance(table, dict) or not isinstance(table.get("grammar"), dict) or "dialect" not in table:
+            continue  # the schema has said so
+        where = ("dialects", i)
+        try:
+            d = dialect_of(table)
+        except (re.error, TypeError, KeyError, ValueError, AttributeError) as e:
+            out.append(doc.diag(where, f"cannot be read: {e}", "bad-dialect"))
+            continue
+        try:
+            parser_for(d)
+        except (ImportError, AttributeError, ValueError, TypeError) as e:
+            out.append(doc.diag((*where, "grammar"), f"grammar {d.module}.{d.function} cannot be loaded: {e}",
+                                "bad-grammar"))
+            continue
+        examples = table.get("examples") if isinstance(table.get("examples"), dict) else {}
+        for k, ex in enumerate(examples.get("runs") or []):
+            if not isinstance(ex, dict) or not isinstance(ex.get("code"), str):
+                continue
+            found, notes = analyze_dialect(table, ex["code"])
+            got = [(f.kind, f.argv if f.kind == "argv" else f.shell, f.cwd) for f in found if f.kind in ("argv", "shell")]
+            want = [("argv", tuple(ex["argv"]), ex.get("cwd"))] if "argv" in ex else \
+                [("shell", ex.get("shell"), ex.get("cwd"))]
+            if got != want:
+                out.append(doc.diag((*where, "examples", "runs", k),
+                                    f"runs {_runs_said(got)}, the example says {_runs_said(want)}"
+                                    + (f" ({notes[0]})" if notes else ""), "dialect-example"))
+        for k, code in enumerate(examples.get("allows") or []):
+            if not isinstance(code, str):
+                continue
+            found, _ = analyze_dialect(table, code)
+            bad = [f for f in found if (f.kind == "argv" and f.argv and f.argv[0].rsplit("/", 1)[-1] in COMMAND_WORDS)
+                   or (f.kind == "shell" and looks_like_command(f.shell))]
+            if bad:
+                out.append(doc.diag((*where, "examples", "allows", k),
+                                    f"runs {_runs_said([(bad[0].kind, bad[0].argv or bad[0].shell, bad[0].cwd)])}, "
+                                    "the example says it runs none", "dialect-example"))
+    return out
+
+
+def _runs_said(got: list) -> str:
+    if not got:
+        return "nothing"
+    parts = []
+    for kind, what, cwd in got:
+        text = " ".join(what) if kind == "argv" else f"the shell line {what!r}"
+        parts.append(text + (f" in {cwd}" if cwd else ""))
+    return "; ".join(parts)

@@ -15,6 +15,8 @@ from guard.ruleset.checks import (
     annotation_problems,
     archive_problems,
     config_problems,
+    dialect_problems,
+    inline_problems,
     rule_problems,
     runs_problems,
 )
@@ -62,6 +64,7 @@ def compile_files(layers: list[Layer], *, examples: str = "all", run: Runner | N
     diags: list[Diagnostic] = []
     config: dict[str, Any] = {}
     programs: dict[str, dict[str, Any]] = {}
+    dialects: dict[str, dict[str, Any]] = {}
     entries: list[Entry] = []
     found_ann: list[tuple[Doc, int, dict[str, Any], bool]] = []
     notes: list[str] = []
@@ -90,6 +93,14 @@ def compile_files(layers: list[Layer], *, examples: str = "all", run: Runner | N
             diags.extend(config_problems(doc))
             diags.extend(runs_problems(doc))
             diags.extend(archive_problems(doc))
+            diags.extend(inline_problems(doc))
+            if examples == "all" or (examples == "unshipped" and not layer.shipped):
+                diags.extend(dialect_problems(doc))  # imports each grammar: the shipped tables are CI's
+            tables = doc.data.get("dialects")
+            if isinstance(tables, list):
+                for i, table in enumerate(tables):
+                    if isinstance(table, dict) and ("dialects", i) not in bad:
+                        dialects[str(table.get("dialect"))] = {k: v for k, v in table.items() if k != "examples"}
             specs = doc.data.get("programs")
             if isinstance(specs, list):
                 for i, spec in enumerate(specs):
@@ -157,7 +168,7 @@ def compile_files(layers: list[Layer], *, examples: str = "all", run: Runner | N
     rules = [rule_of(r) for r in effective.values()]
     rs = RuleSet(rules, config, digest.hexdigest()[:16], [str(f) for layer in layers for f in layer.files],
                  [str(d) for d in diags if d.severity == "error"], disabled=disabled, programs=programs,
-                 annotations=annotations, vocabulary={k: list(v) for k, v in vocabulary().items()}, notes=notes)
+                 dialects=dialects, annotations=annotations, vocabulary={k: list(v) for k, v in vocabulary().items()}, notes=notes)
     out = Compiled(rs, entries, ordered, diags, replaced=replaced, annotations=annotations)
     if run is not None and (examples == "all" or (examples == "unshipped" and not rs.errors)):  # lint: despite mistakes
         live = {r["source"]: r for r in effective.values()}

@@ -32,7 +32,7 @@ class Layer:
 
 def tree_layer(base: Path, name: str) -> Layer:
     """A whole rule tree laid out as the shipped one (config.yaml, programs/, commands/, stderr/)."""
-    return Layer(name, (base / "config.yaml", *(f for sub in ("programs", "commands", "stderr")
+    return Layer(name, (base / "config.yaml", *(f for sub in ("programs", "dialects", "commands", "stderr")
                                                for f in sorted((base / sub).glob("*.yaml")))), True)
 
 

@@ -39,7 +39,7 @@ try:  # the built-in module: hashlib loads OpenSSL (~2.5 ms), paid on every anal
 except ImportError:  # pragma: no cover - other Pythons
     from hashlib import sha256  # type: ignore[assignment]
 
-CACHE_VERSION = 6
+CACHE_VERSION = 7
 
 
 INTERNAL = "internal error while compiling rules"
@@ -55,7 +55,8 @@ def _compiler_stamp() -> str:
     # code must never be taken for this code's
     names = sorted(n for n in os.listdir(here) if n.endswith(".py")) + [
         "schema/command-rules.json", "schema/config.json", "schema/programs.json", "schema/annotations.json",
-        "../resolve/wrappers.py", "../resolve/archives.py"]
+        "schema/dialects.json", "../resolve/wrappers.py", "../resolve/archives.py", "../resolve/inline/generic.py",
+        "../resolve/inline/launch.py"]
     for f in (os.path.join(here, n) for n in names):
         try:
             st = os.stat(f)

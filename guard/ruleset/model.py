@@ -49,6 +49,7 @@ class RuleSet:
     disabled: list[dict[str, str]] = field(default_factory=list)  # {id, source, by}
     fallback: str | None = None  # set when this is not the set the files describe, and why
     programs: dict[str, dict[str, Any]] = field(default_factory=dict)  # program name → spec as written
+    dialects: dict[str, dict[str, Any]] = field(default_factory=dict)  # dialect name → table as written (rules/dialects/)
     annotations: list[dict[str, Any]] = field(default_factory=list)  # stderr rules, checked (see annotations.py)
     vocabulary: dict[str, list[str]] = field(default_factory=dict)  # categories (precedence order), writes, default_exempt: the schema's
     notes: list[str] = field(default_factory=list)  # what layering did that an author should know (lists replaced)

@@ -31,7 +31,7 @@ def command_rule_files(extra: tuple[str, ...], config_path: str | None, folders:
     if base is None:
         return None
     files = [os.path.join(base, "config.yaml")]
-    for sub in ("programs", "commands", "stderr"):
+    for sub in ("programs", "dialects", "commands", "stderr"):
         try:
             files += sorted(os.path.join(base, sub, n) for n in os.listdir(os.path.join(base, sub)) if n.endswith(".yaml"))
         except OSError:

@@ -16,7 +16,7 @@ from typing import Any
 from guard.ruleset.read import Diagnostic, Doc, Path_, did_you_mean
 
 SCHEMA_DIR = Path(__file__).resolve().parent / "schema"
-TOP_KEYS = ("rules", "config", "annotations", "programs")
+TOP_KEYS = ("rules", "config", "annotations", "programs", "dialects")
 
 
 
@@ -208,7 +208,8 @@ def check_schema(doc: Doc, only: tuple[str, ...] | None = None) -> tuple[list[Di
     if data is None:
         return [], set()
     if not isinstance(data, dict):
-        return [doc.diag((), "expected a mapping with rules:, config: or annotations: at the top", "wrong-type")], {()}
+        return [doc.diag((), "expected a mapping with rules:, config:, annotations:, programs: or dialects: at the top",
+                         "wrong-type")], {()}
     issues: list[Issue] = []
     for k, v in data.items():
         if only is not None and k not in only:
@@ -219,6 +220,8 @@ def check_schema(doc: Doc, only: tuple[str, ...] | None = None) -> tuple[list[Di
             issues += _validate_config(v)
         elif k == "programs":
             issues += validate(v, schema("programs")["properties"]["programs"], schema("programs"), ("programs",))
+        elif k == "dialects":
+            issues += validate(v, schema("dialects")["properties"]["dialects"], schema("dialects"), ("dialects",))
         elif k == "annotations":
             issues += validate(v, schema("annotations")["properties"]["annotations"], schema("annotations"),
                                ("annotations",))

@@ -18,8 +18,6 @@ Conventions shared by every analyser:
 
 from __future__ import annotations
 
-import re
-
 from guard.ir import UNKNOWN
 from guard.resolve.inline.common import (
     MAX_SOURCE,
@@ -31,67 +29,24 @@ from guard.resolve.inline.common import (
     looks_like_command,
 )
 
+TYPE_CHECKING = False
+if TYPE_CHECKING:
+    from collections.abc import Mapping
+
 __all__ = [
     "Finding",
-    "INTERPRETERS",
     "MAX_SOURCE",
     "UNK",
     "UNKNOWN",
     "Unknown",
     "analyze_inline",
     "argv_of_string",
-    "interpreter_lang",
     "join_shell",
     "looks_like_command",
 ]
 
-INTERPRETERS: dict[str, str] = {
-    "python": "python",
-    "python2": "python",
-    "python3": "python",
-    "pypy": "python",
-    "pypy3": "python",
-    **{f"python3.{n}": "python" for n in range(6, 16)},
-    "python2.7": "python",
-    **{f"pypy3.{n}": "python" for n in range(6, 16)},
-    "node": "node",
-    "nodejs": "node",
-    "bun": "node",
-    "deno": "node",
-    "perl": "perl",
-    "ruby": "ruby",
-    "php": "php",
-    "awk": "awk",
-    "gawk": "awk",
-    "mawk": "awk",
-    "nawk": "awk",
-    "busybox-awk": "awk",
-    "lua": "lua",
-    "luajit": "lua",
-    **{f"lua5.{n}": "lua" for n in range(1, 5)},
-    "tclsh": "tcl",
-    "wish": "tcl",
-    "expect": "tcl",
-    "R": "r",
-    "Rscript": "r",
-    "julia": "julia",
-}
-
-_VERSIONED = re.compile(r"(python|pypy|perl|ruby|php|node|lua|tclsh)(\d+(\.\d+)*)?$")
-
-
-def interpreter_lang(program: str) -> str | None:
-    """The inline language of a program basename, including versioned names (``perl5.36``)."""
-    name = program.rsplit("/", 1)[-1]
-    if name.endswith(".exe"):
-        name = name[:-4]
-    if name in INTERPRETERS:
-        return INTERPRETERS[name]
-    m = _VERSIONED.match(name)
-    if m:
-        return INTERPRETERS.get(m.group(1))
-    return None
-
+# Which program runs which dialect is catalogue data (a program spec's ``inline:``, read by
+# ``guard.resolve.inline.launch``); the dialects with no grammar-driven table have analysers here.
 
 # The analysers, each imported on first use (most commands run no inline program).
 
@@ -120,24 +75,35 @@ def _tcl(lang: str, source: str, args: tuple[str, ...]) -> tuple[list[Finding], 
     return analyze_tcl(source)
 
 
+def _dialect(table: Mapping[str, object], source: str) -> tuple[list[Finding], list[str]]:
+    from guard.resolve.inline.generic import analyze_dialect
+
+    return analyze_dialect(table, source)
+
+
 _ANALYSERS = {
     "python": _python,
     "node": _node,
-    **{lang: _oneliner for lang in ("perl", "ruby", "php", "awk", "lua", "r", "julia")},
+    **{lang: _oneliner for lang in ("awk", "r", "julia")},
     "tcl": _tcl,
 }
 
 
-def analyze_inline(lang: str, source: str, args: tuple[str, ...] = ()) -> tuple[list[Finding], list[str]]:
+def analyze_inline(
+    lang: str, source: str, args: tuple[str, ...] = (), dialects: Mapping[str, Mapping[str, object]] | None = None
+) -> tuple[list[Finding], list[str]]:
     """Findings of an inline program and the notes on what stayed unresolved. ``args`` are the
-    program's own arguments where the analyser uses them (Python's ``sys.argv``). Never raises."""
+    program's own arguments where the analyser uses them (Python's ``sys.argv``); ``dialects``
+    the rule set's dialect tables (rules/dialects/), read by the one tree-sitter analyser.
+    Never raises."""
     analyse = _ANALYSERS.get(lang)
-    if analyse is None:
+    table = dialects.get(lang) if analyse is None and dialects else None
+    if analyse is None and table is None:
         return [], [f"{lang}: no analyser for this language"]
     if len(source) > MAX_SOURCE:
         return [], [f"{lang}: source larger than {MAX_SOURCE} characters, not analysed"]
     try:
-        return analyse(lang, source, args)
+        return analyse(lang, source, args) if analyse is not None else _dialect(table, source)  # type: ignore[arg-type]
     except RecursionError:
         return [], [f"{lang}: source nested too deeply, not analysed"]
     except Exception as exc:  # noqa: BLE001 - an analyser bug must never break the guard

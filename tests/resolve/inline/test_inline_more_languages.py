@@ -6,7 +6,8 @@ from __future__ import annotations
 import pytest
 
 from guard.ir import UNKNOWN
-from guard.resolve.inline import analyze_inline, interpreter_lang
+from tests.resolve.inline.catalogue import analyze as analyze_inline
+from tests.resolve.inline.catalogue import interpreter_lang
 
 
 def view(lang: str, src: str, args: tuple[str, ...] = ()) -> list[tuple]:

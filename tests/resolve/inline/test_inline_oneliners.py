@@ -5,7 +5,7 @@ from __future__ import annotations
 import pytest
 
 from guard.ir import UNKNOWN
-from guard.resolve.inline import analyze_inline
+from tests.resolve.inline.catalogue import analyze as analyze_inline
 
 
 def view(lang: str, src: str) -> list[tuple]:

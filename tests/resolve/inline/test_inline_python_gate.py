@@ -14,8 +14,10 @@ import pytest
 import guard.resolve.inline.python as py
 from guard import parse, resolve
 from guard.context import Context
+from tests.resolve.inline.catalogue import with_catalogue
 
-CTX = Context.from_environ(cwd="/workspace/app", trees=("/workspace",), env={"HOME": "/root", "PATH": "/usr/bin:/bin"})
+CTX = with_catalogue(Context.from_environ(cwd="/workspace/app", trees=("/workspace",),
+                                          env={"HOME": "/root", "PATH": "/usr/bin:/bin"}))
 
 
 class _Everywhere:
