@@ -111,6 +111,7 @@ SLOW_FILES = frozenset({
     "tests/integration/test_annotate_tools.py",
     "tests/parse/test_budgets.py",
     "tests/parse/test_plain.py",
+    "tests/resolve/inline/test_dialects_real.py",
     "tests/resolve/inline/test_inline_python_gate.py",
     "tests/ruleset/test_authoring_lint.py",
     "tests/ruleset/test_loader_fleet.py",

@@ -43,13 +43,14 @@ _QUOTES = ("'''", '"""', "'", '"', "`")
 class Built:
     """A command assembled by calls (a builder): its argv grows as ``arg``-like methods run."""
 
-    __slots__ = ("argv", "cwd", "line", "name")
+    __slots__ = ("argv", "cwd", "line", "name", "pos")
 
-    def __init__(self, argv: list[str], line: int, name: str) -> None:
+    def __init__(self, argv: list[str], line: int, name: str, pos: int) -> None:
         self.argv = argv
         self.cwd: str | None = None
         self.line = line
         self.name = name
+        self.pos = pos
 
 
 class _Walked:
@@ -178,7 +179,7 @@ def analyze_dialect(table: Mapping[str, Any], source: str) -> tuple[list[Finding
         return [], [f"{d.name}: grammar {d.module} not available ({type(exc).__name__}), not analysed"]
     a = _Analysis(d, parser, source.encode("utf-8", "surrogatepass"))
     a.run(0)
-    out = a.findings + a.built_findings() + _env_reads(d, source)
+    out = a.results() + _env_reads(d, source)
     return out, a.notes
 
 
@@ -207,7 +208,8 @@ class _Analysis:
         self.depth = depth
         self.vars: dict[str, object] = {}
         self.memo: dict[int, object] = {}
-        self.findings: list[Finding] = []
+        self.findings: list[tuple[int, Finding]] = []  # (where in the source, the finding)
+        self.pos = 0  # the start of the node the walk is at
         self.notes: list[str] = []
         self.seen: set[Finding] = set()
         self.built: list[Built] = []
@@ -222,7 +224,7 @@ class _Analysis:
             self.note_once(f"{self.d.name}: more than {MAX_FINDINGS} findings; the rest are not reported")
             return
         self.seen.add(f)
-        self.findings.append(f)
+        self.findings.append((self.pos, f))
 
     def note_once(self, text: str) -> None:
         if text not in self.notes:
@@ -253,18 +255,21 @@ class _Analysis:
             )
         )
 
-    def built_findings(self) -> list[Finding]:
-        out = []
+    def results(self) -> list[Finding]:
+        """What runs, in source order (a built command where it was made)."""
+        found = list(self.findings)
         for b in self.built:
             argv = tuple(b.argv)
             if not argv or argv[0] == UNKNOWN:
                 self.note(b.line, f"{b.name} program not constant")
                 if not argv:
                     continue
-            out.append(
-                Finding(kind="argv", argv=argv, cwd=b.cwd, detail=f"{self.d.name} {b.name}", line=b.line)
-            )
-        return out[:MAX_FINDINGS]
+            f = Finding(kind="argv", argv=argv, cwd=b.cwd, detail=f"{self.d.name} {b.name}", line=b.line)
+            if f not in self.seen:
+                self.seen.add(f)
+                found.append((b.pos, f))
+        found.sort(key=lambda pf: pf[0])
+        return [f for _, f in found[:MAX_FINDINGS]]
 
     # ------------------------------------------------------------------ the walk
 
@@ -273,6 +278,7 @@ class _Analysis:
         stack = [tree.root_node]
         while stack:
             node = stack.pop()
+            self.pos = node.start_byte
             self.visited += 1
             if self.visited > MAX_NODES:
                 self.note_once(f"{self.d.name}: program too large, the rest not analysed")
@@ -418,7 +424,7 @@ class _Analysis:
         sub = _Analysis(self.d, self.parser, code.encode("utf-8", "surrogatepass"), self.depth + 1)
         sub.vars = dict(self.vars)
         sub.run(line - 1)
-        for f in sub.findings + sub.built_findings():
+        for f in sub.results():
             self.add(f)
         for n in sub.notes:
             self.note_once(n)
@@ -620,7 +626,7 @@ class _Analysis:
         line = node.start_point[0] + 1
         if entry is not None and entry.get("as") == "builder":
             args, _ = self.arguments(node, spec)
-            b = Built(list(_flat(args[int(entry.get("skip", 0)) :])), line, name)
+            b = Built(list(_flat(args[int(entry.get("skip", 0)) :])), line, name, node.start_byte)
             self.built.append(b)
             return b
         if receiver is not None and m in d.append | d.extend | d.replace | d.chdir:
