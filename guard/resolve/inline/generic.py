@@ -657,7 +657,7 @@ class _Analysis:
         if join is not None:
             args, _ = self.arguments(node, spec)
             li, si = int(join.get("list", 0)), join.get("separator_arg")
-            seq = args[li] if li < len(args) else UNK
+            seq = tuple(_flat(args[li:])) if join.get("rest") else args[li] if li < len(args) else UNK
             sep = args[int(si)] if si is not None and int(si) < len(args) else join.get("separator", "")
             return _join(seq, sep)
         return UNK
@@ -666,13 +666,15 @@ class _Analysis:
         """A string literal's value: its text between the delimiters, escapes decoded, variables
         and interpolations filled in (``UNKNOWN`` where not constant)."""
         kids = node.children
-        i, j = 0, len(kids)
-        while i < j and not kids[i].is_named:
-            i += 1
-        while j > i and not kids[j - 1].is_named:
-            j -= 1
-        start = kids[i - 1].end_byte if i > 0 else node.start_byte
-        end = kids[j].start_byte if j < len(kids) else node.end_byte
+        named = [k for k, c in enumerate(kids) if c.is_named]
+        if named:  # the delimiters are the unnamed tokens before the first named part and after the last
+            i, j = named[0], named[-1] + 1
+            start = kids[i - 1].end_byte if i > 0 else node.start_byte
+            end = kids[j].start_byte if j < len(kids) else node.end_byte
+        elif len(kids) >= 2:  # "" or " ": only the delimiters
+            start, end = kids[0].end_byte, kids[-1].start_byte
+        else:
+            start, end = node.start_byte, node.end_byte
         if (
             node.type in self.d.quoted
             and end - start >= 2
