@@ -128,8 +128,9 @@ def _plan(rs: RuleSet, named: frozenset[str]) -> planfile.Plan:
     rule naming no program wants a fact the watched fragments do not cover."""
     cfg = rs.config.get("precheck") or {}
     covers = set(cfg.get("covers") or ())
-    # a program that runs another command (a spec's runs:) is never plain: what it runs is judged
-    runners = frozenset(name for name, spec in rs.programs.items() if spec.get("runs"))
+    # a program that runs another command (a spec's runs:) or a program in another language (its
+    # inline:) is never plain: what it runs is judged
+    runners = frozenset(name for name, spec in rs.programs.items() if spec.get("runs") or spec.get("inline"))
     programs = frozenset(cfg.get("programs") or ()) - named - runners
     for r in rs.rules:
         m = r.match
@@ -155,7 +156,7 @@ def stamp(extra: tuple[str, ...], config_path: str | None) -> tuple | None:
     base = shipped_dir()
     if files is None or base is None:
         return None
-    dirs = [os.path.join(base, sub) for sub in ("programs", "commands", "stderr")]
+    dirs = [os.path.join(base, sub) for sub in ("programs", "dialects", "commands", "stderr")]
     for p in extra:
         if os.path.isdir(p):
             dirs += [d for d, _, _ in os.walk(p)]
