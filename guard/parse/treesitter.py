@@ -971,8 +971,13 @@ def _parse_bytes(data: bytes) -> Any:
 
 
 def _budgeted_parse(data: bytes, seconds: float) -> Any:
-    """tree-sitter's tree for ``data``, or None when parsing took more than ``seconds`` of this
-    thread's CPU time (the parser is then reset, so the next parse starts afresh)."""
+    return budgeted_parse(get_parser(), data, seconds)
+
+
+def budgeted_parse(parser: Any, data: bytes, seconds: float) -> Any:
+    """``parser``'s tree for ``data``, or None when parsing took more than ``seconds`` of this
+    thread's CPU time (the parser is then reset, so the next parse starts afresh). Any grammar:
+    the inline dialects' parsers use it too."""
     import time
 
     start = time.thread_time()
@@ -983,7 +988,6 @@ def _budgeted_parse(data: bytes, seconds: float) -> Any:
     def over(*_state: Any) -> bool:
         return time.thread_time() - start > seconds
 
-    parser = get_parser()
     try:
         return parser.parse(read, progress_callback=over)
     except ValueError:  # "Parsing failed": the callback stopped it

@@ -25,6 +25,9 @@ if TYPE_CHECKING:
 MAX_FINDINGS = 1_000
 MAX_NODES = 400_000  # nodes visited per program; past it the rest is not analysed
 MAX_EVAL_DEPTH = 4  # code handed to the language's own eval, analysed this deep
+MAX_EVALS = 32  # … and this many times in one program
+PARSE_CPU_SECONDS = 1.0  # a grammar's parse of one program (tree-sitter-perl is slow on some input)
+MAX_VALUE = 64 * 1024  # characters of one string value; a longer one is not followed
 _ESCAPES = {
     "n": "\n",
     "t": "\t",
@@ -214,6 +217,7 @@ class _Analysis:
         self.seen: set[Finding] = set()
         self.built: list[Built] = []
         self.visited = 0
+        self.evals = [0]  # evals analysed, shared with the evals' own analyses
 
     # ------------------------------------------------------------------ reporting
 
@@ -274,7 +278,12 @@ class _Analysis:
     # ------------------------------------------------------------------ the walk
 
     def run(self, line0: int) -> None:
-        tree = self.parser.parse(self.src)
+        from guard.parse.treesitter import budgeted_parse
+
+        tree = budgeted_parse(self.parser, self.src, PARSE_CPU_SECONDS)
+        if tree is None:
+            self.note_once(f"{self.d.name}: parsing took more than {PARSE_CPU_SECONDS} s of CPU, not analysed")
+            return
         stack = [tree.root_node]
         while stack:
             node = stack.pop()
@@ -418,11 +427,13 @@ class _Analysis:
         if not isinstance(code, str) or UNKNOWN in code:
             self.note(line, f"{name} argument not constant")
             return
-        if self.depth >= MAX_EVAL_DEPTH:
-            self.note(line, f"{name} nested too deeply")
+        if self.depth >= MAX_EVAL_DEPTH or self.evals[0] >= MAX_EVALS:
+            self.note(line, f"{name} nested too deeply or too often")
             return
+        self.evals[0] += 1
         sub = _Analysis(self.d, self.parser, code.encode("utf-8", "surrogatepass"), self.depth + 1)
         sub.vars = dict(self.vars)
+        sub.evals = self.evals
         sub.run(line - 1)
         for f in sub.results():
             self.add(f)
@@ -606,7 +617,8 @@ class _Analysis:
             named = [c for c in node.named_children if c.type not in d.skip]
             if ops & d.concat_ops and len(named) == 2:
                 a, b = self.value(named[0]), self.value(named[1])
-                if isinstance(a, str) or isinstance(b, str):
+                if (isinstance(a, str) or isinstance(b, str)) and len(a if isinstance(a, str) else "") + len(
+                        b if isinstance(b, str) else "") <= MAX_VALUE:
                     return (a if isinstance(a, str) else UNKNOWN) + (b if isinstance(b, str) else UNKNOWN)
             return UNK
         if t in d.calls:

@@ -144,3 +144,23 @@ def test_interpreters_hand_their_program_to_the_dialect(command: str, want: list
                                      "perl -ne 'print if /git push/' README.md", "go run ."])
 def test_launches_that_run_no_git(command: str) -> None:
     assert gits(command) == []
+
+
+def test_a_parse_past_its_budget_stops_and_says_so() -> None:
+    """tree-sitter-perl takes time quadratic in this program's length (minutes at 300 KB); the
+    parse stops after its CPU budget and the program stays unknown."""
+    import time
+
+    from guard.resolve.inline.generic import PARSE_CPU_SECONDS
+
+    src = 'my $x = "a"; ' + '$x = $x . "b"; ' * 20000 + 'system("git push");'
+    start = time.thread_time()
+    findings, notes = analyze_inline("perl", src)
+    assert time.thread_time() - start < PARSE_CPU_SECONDS + 2
+    assert (findings, notes) == ([], [f"perl: parsing took more than {PARSE_CPU_SECONDS} s of CPU, not analysed"])
+
+
+def test_code_handed_to_eval_is_read_a_bounded_number_of_times() -> None:
+    findings, notes = analyze_inline("ruby", 'eval("system(\\"git push\\")")\n' * 100)
+    assert [f.shell for f in findings] == ["git push"]
+    assert any("too often" in n for n in notes)
