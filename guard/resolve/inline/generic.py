@@ -427,8 +427,11 @@ class _Analysis:
         if not isinstance(code, str) or UNKNOWN in code:
             self.note(line, f"{name} argument not constant")
             return
-        if self.depth >= MAX_EVAL_DEPTH or self.evals[0] >= MAX_EVALS:
-            self.note(line, f"{name} nested too deeply or too often")
+        if self.depth >= MAX_EVAL_DEPTH:
+            self.note(line, f"{name} nested too deeply")
+            return
+        if self.evals[0] >= MAX_EVALS:
+            self.note_once(f"{self.d.name}: code handed to {name} read {MAX_EVALS} times; the rest not analysed")
             return
         self.evals[0] += 1
         sub = _Analysis(self.d, self.parser, code.encode("utf-8", "surrogatepass"), self.depth + 1)
