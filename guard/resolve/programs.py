@@ -5,6 +5,7 @@ from __future__ import annotations
 
 import os
 import re
+import shlex
 from functools import lru_cache
 
 import guard.resolve.files as files
@@ -401,10 +402,80 @@ def commands_read(argv: tuple[str, ...], st: State, cwd: str, stdin: str | None)
     if scripted and stdin:
         lines.extend(stdin.split("\n"))
     for line in lines:
-        m = _EDITOR_SHELL.match(line) if "!" in line else None  # the pattern needs a !: most lines have none
-        if m and m.group(1).strip():
-            out.append((f"{prog} !", m.group(1)))
+        out.extend(_editor_line(prog, line, 0))
     return out
+
+
+def _editor_line(prog: str, line: str, depth: int) -> list[tuple[str, str]]:
+    """The shell code one ex/vim command line runs: ``:!cmd`` and ``:r !cmd``, and in vim's own
+    script the functions that start a program (``call system("cmd")``, ``jobstart([…])``) and
+    ``execute "!cmd"``, their string or list arguments read when they are literals."""
+    line = _VIM_SILENT_BANG.sub("", line, count=1)  # :silent! CMD runs CMD (no shell); :silent !CMD is a shell
+    m = _EDITOR_SHELL.match(line) if "!" in line else None  # the pattern needs a !: most lines have none
+    if m and m.group(1).strip():
+        return [(f"{prog} !", m.group(1))]
+    out: list[tuple[str, str]] = []
+    if ("(" not in line and "exe" not in line) or not _VIM_EVALUATES.match(line):
+        return out  # a substitute's pattern or a normal-mode key that reads system( is text
+    i = 0
+    while i < len(line):
+        if line[i] in "\"'":  # a string's text is data: echo "call system('x')" prints it
+            _, j = _vim_literal(line, i)
+            i = j if j > i else i + 1
+            continue
+        m = _VIM_CALL.match(line, i) if not (i and (line[i - 1].isalnum() or line[i - 1] == "_")) else None
+        e = _VIM_EXECUTE.match(line, i) if m is None else None
+        if m is None and e is None:
+            i += 1
+            continue
+        value, j = _vim_literal(line, (m or e).end())  # type: ignore[union-attr]
+        if m is not None and isinstance(value, str) and value.strip():
+            out.append((f"{prog} {m.group(1)}()", value))
+        elif m is not None and isinstance(value, list) and value:
+            out.append((f"{prog} {m.group(1)}()", shlex.join(value)))
+        elif e is not None and isinstance(value, str) and depth < 4:
+            out.extend(_editor_line(prog, value, depth + 1))
+        i = max(j, (m or e).end())  # type: ignore[union-attr]
+    return out
+
+
+_VIM_SILENT_BANG = re.compile(r"^[\s:]*sil(?:ent)?!\s+")
+# ex commands that evaluate an expression (after :silent! and the like), where a call can run
+_VIM_EVALUATES = re.compile(r"^[\s:]*(?:(?:sil(?:ent)?!?|uns(?:ilent)?|noa(?:utocmd)?|keep\w*)\s+)*"
+                            r"(?:cal|call|echo\w*|let|exe\w*|if|elsei\w*|wh\w*|retu\w*|eval|for)\b")
+# vim's functions that run a program: a string is a shell command ('shell'), a list an argv
+_VIM_CALL = re.compile(r"(system|systemlist|jobstart|job_start|termopen|term_start)\s*\(\s*")
+_VIM_EXECUTE = re.compile(r"exe(?:c|cu|cut|cute)?\s+")
+_VIM_STRING = re.compile(r'"((?:[^"\\]|\\.)*)"|\'((?:[^\']|\'\')*)\'')
+_VIM_ESCAPES = {"n": "\n", "t": "\t", "r": "\r", "e": "\x1b", "\\": "\\", '"': '"'}
+
+
+def _vim_literal(text: str, i: int) -> tuple[str | list[str] | None, int]:
+    """A vim string literal (``"…"`` with backslash escapes, ``'…'`` with ``''``) or a list of
+    them at ``text[i]``; None for anything else."""
+    m = _VIM_STRING.match(text, i)
+    if m:
+        if m.group(1) is not None:
+            return re.sub(r"\\(.)", lambda e: _VIM_ESCAPES.get(e.group(1), e.group(1)), m.group(1)), m.end()
+        return m.group(2).replace("''", "'"), m.end()
+    if text[i : i + 1] != "[":
+        return None, i
+    items: list[str] = []
+    i += 1
+    while True:
+        while text[i : i + 1].isspace():
+            i += 1
+        if text[i : i + 1] == "]":
+            return items, i + 1
+        value, j = _vim_literal(text, i)
+        if not isinstance(value, str):
+            return None, i
+        items.append(value)
+        i = j
+        while text[i : i + 1].isspace():
+            i += 1
+        if text[i : i + 1] == ",":
+            i += 1
 
 
 def curl_config(argv: tuple[str, ...], st: State, cwd: str, stdin: str | None) -> tuple[str, ...]:

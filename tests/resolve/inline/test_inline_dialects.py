@@ -166,3 +166,20 @@ def test_code_handed_to_eval_is_read_a_bounded_number_of_times() -> None:
     findings, notes = analyze_inline("ruby", 'eval("system(\\"git push\\")")\n' * 100)
     assert [f.shell for f in findings] == ["git push"] * MAX_EVALS
     assert notes == [f"ruby: code handed to eval read {MAX_EVALS} times; the rest not analysed"]
+
+
+EDITORS = [
+    ("vim -es -c 'call system(\"git push\")' -c 'qa!'", [("git", "push")]),
+    ("vim -es -c 'silent! call system(\"git commit -am x\") | qa!'", [("git", "commit", "-am", "x")]),
+    ("nvim --headless -c \"call jobstart(['git', 'tag', 'v1'])\" -c q", [("git", "tag", "v1")]),
+    ("ex -s -c 'let out = systemlist(\"git status\")' -c q f", [("git", "status")]),
+    ("vim -es -c 'exe \"!git add .\"' -c q", [("git", "add", ".")]),
+    ("vim -es -c 'echo \"call system(\\\"git push\\\")\"' -c 'qa!'", []),
+    ("vim -es -c '%s/system(\"git push\")/x/g' -c wq f", []),
+    ("vim -es -c 'call mysystem(\"git push\")' -c q", []),
+]
+
+
+@pytest.mark.parametrize(("command", "want"), EDITORS, ids=[c[:50] for c, _ in EDITORS])
+def test_vim_script_that_starts_a_program(command: str, want: list[tuple[str, ...]]) -> None:
+    assert gits(command) == want
