@@ -5,7 +5,7 @@ assign what they read or print: read, mapfile/readarray, printf -v."""
 from __future__ import annotations
 
 import os
-from collections.abc import Callable
+from collections.abc import Callable, Mapping
 
 from guard.ir import UNKNOWN
 from guard.resolve import paths
@@ -388,6 +388,26 @@ def _set(c: _Call) -> None:
         st.positional = list(argv[argv.index("--") + 1 :])
     elif len(argv) > 1 and not argv[1].startswith(("-", "+")):
         st.positional = list(argv[1:])
+
+
+def assign_list(argv: list[str], st: State, spec: Mapping[str, object]) -> None:
+    """A shell whose variables are lists set by a command (fish: ``set [-gx] NAME VALUE…``):
+    NAME holds the values joined by spaces, so ``$NAME`` splits into them again as fish's list
+    does. ``spec`` (a catalogue runner's ``assigns:``) names the options that set nothing
+    (erase, query) and those that take a value."""
+    skip = set(spec.get("no_assign") or ())  # type: ignore[arg-type]
+    takes = set(spec.get("with_value") or ())  # type: ignore[arg-type]
+    i = 1
+    while i < len(argv) and argv[i].startswith("-") and argv[i] != "--":
+        if argv[i] in skip or (len(argv[i]) > 1 and argv[i][1] != "-" and set(argv[i][1:]) & {o[1] for o in skip
+                                                                                              if len(o) == 2}):
+            return
+        i += 2 if argv[i] in takes else 1
+    if i < len(argv) and argv[i] == "--":
+        i += 1
+    if i >= len(argv) or not argv[i].replace("_", "a").isalnum():
+        return  # set NAME[1] x, set without a name: not followed
+    st.vars[argv[i]] = " ".join(argv[i + 1 :])
 
 
 def _shift(c: _Call) -> None:

@@ -67,7 +67,8 @@ def run(w: Walker, call: Call) -> tuple[str, ...] | None:
             cwd = paths.real(paths.join(cwd, inner.cwd, _home(st)))
         if inner.shell is not None:
             sub = _child(st, cwd, env)
-            w.string(inner.shell, sub, fr, inner.via, stdin)
+            spec = w.ctx.runs.get(prog)
+            w.string(inner.shell, sub, fr, inner.via, stdin, prog if spec is not None and "assigns" in spec else "sh")
             return None
         fr = Frame(fr.via + (inner.via,), fr.depth, fr.lang)
         argv = _feed_xargs(inner.argv, stdin) if inner.via == "xargs" and stdin is not None else inner.argv

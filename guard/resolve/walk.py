@@ -56,6 +56,7 @@ LATER_CODE = frozenset({"PROMPT_COMMAND", "PS0", "PS1", "PS2", "PS4"})
 # First words whose other words expand as assignments (declarations) or unsplit ([[ … ]]), and
 # those with more to do once the command is emitted (declarations, arithmetic operands): a set
 # each, so a command with any other first word (nearly all) is told so by one lookup.
+_NONE: dict = {}
 _ASSIGNING_HEADS = builtins.DECLARE | {"[["}
 _AFTER_RUN_HEADS = builtins.DECLARE | {"[[", "((", "let"}
 
@@ -346,7 +347,10 @@ class Walker:
         # `builtin cd X` and `command cd X` run the builtin in this shell (in a function named
         # cd, the usual way to reach the real one); other wrappers run a separate program
         acting = final if argv[0] in _IN_THIS_SHELL and final else argv
-        if acting[0] in builtins.CHANGES_STATE:
+        assigns = self.ctx.runs.get(fr.lang, _NONE).get("assigns") if fr.lang != "sh" else None
+        if isinstance(assigns, dict) and acting[0] == assigns.get("command"):
+            builtins.assign_list(list(acting), st, assigns)  # fish: set NAME VALUE…
+        elif acting[0] in builtins.CHANGES_STATE:
             builtins.apply(list(acting), st, stdin, env, lambda text: self.compound(text, st, fr))
         if len(st.fx.ran) < 256:
             st.fx.ran.append(final or args)
@@ -437,12 +441,13 @@ class Walker:
             st.positional = saved
         return None
 
-    def string(self, text: str, st: State, fr: Frame, via: str, stdin: str | None = None) -> None:
-        """Parse and walk shell code (``bash -c``, ``eval``, alias values…) in state ``st``."""
+    def string(self, text: str, st: State, fr: Frame, via: str, stdin: str | None = None, lang: str = "sh") -> None:
+        """Parse and walk shell code (``bash -c``, ``eval``, alias values…) in state ``st``;
+        ``lang`` names a catalogue runner whose shell line reads its own way (fish's ``set``)."""
         if fr.depth >= self.sink.max_depth:
             self.sink.note(f"nesting deeper than {self.sink.max_depth} levels not analysed ({via})")
             return
-        self.string_in(text, st, Frame(fr.via + (via,), fr.depth + 1, "sh"), stdin)
+        self.string_in(text, st, Frame(fr.via + (via,), fr.depth + 1, lang), stdin)
 
     def string_in(self, text: str, st: State, fr: Frame, stdin: str | None = None) -> None:
         """Parse and walk shell code in ``st`` under frame ``fr``, within the re-parse budget."""

@@ -1,4 +1,4 @@
-"""The dialect tables (and vim's script) against the real interpreters: each snippet runs for real with a stand-in
+"""The dialect tables (and vim's script, and fish's set) against the real interpreters: each snippet runs for real with a stand-in
 ``git`` first on PATH that logs every argv it gets, and guard's reading of the same command line
 must name exactly those git invocations. An interpreter not installed here is skipped with the
 reason (CI installs what Debian packages: .ci/run)."""
@@ -46,6 +46,8 @@ CASES = [
     ("lua", """lua -e 'os.execute(table.concat({"git", "add", "-A"}, " "))'""", [["add", "-A"]]),
     ("vim", """vim -Nu NONE -i NONE -es -c 'call system("git push origin main")' -c 'qa!'""", [["push", "origin", "main"]]),
     ("vim", """vim -Nu NONE -i NONE -es -c 'silent! exe "!git add ." | qa!'""", [["add", "."]]),
+    ("fish", """fish -c 'set g git; $g add .'""", [["add", "."]]),
+    ("fish", """fish -c 'set -l c git commit; $c -m x; set -e c'""", [["commit", "-m", "x"]]),
     ("go", "cat > DIR/main.go <<'EOF'\n" + GO_MAIN + "EOF\ncd DIR && go run main.go",
      [["push", "origin", "main"], ["tag", "v1"]]),
     ("java", "printf '%s' 'class M { public static void main(String[] a) throws Exception { "

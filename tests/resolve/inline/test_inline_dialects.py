@@ -183,3 +183,17 @@ EDITORS = [
 @pytest.mark.parametrize(("command", "want"), EDITORS, ids=[c[:50] for c, _ in EDITORS])
 def test_vim_script_that_starts_a_program(command: str, want: list[tuple[str, ...]]) -> None:
     assert gits(command) == want
+
+
+FISH = [
+    ("fish -c 'set g git; $g add .'", [("git", "add", ".")]),
+    ("fish -c 'set -gx c git push; $c origin main'", [("git", "push", "origin", "main")]),
+    ("fish -c 'set -e g; $g add .'", []),
+    ("fish -c 'set -q g; or echo none'", []),
+    ("bash -c 'set g git; $g add .'", []),  # bash's set sets $1 …, not g
+]
+
+
+@pytest.mark.parametrize(("command", "want"), FISH, ids=[c[:50] for c, _ in FISH])
+def test_fish_set_assigns_a_list(command: str, want: list[tuple[str, ...]]) -> None:
+    assert gits(command) == want
