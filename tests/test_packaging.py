@@ -18,7 +18,9 @@ def test_wheel_contents(tmp_path: Path) -> None:
     wheel = next(tmp_path.glob("guard-*.whl"))
     names = set(zipfile.ZipFile(wheel).namelist())
     for needed in ("guard/rules/config.yaml", "guard/rules/commands/git.yaml", "guard/rules/stderr/git.yaml",
-                   "guard/ruleset/schema/command-rules.json", "guard/shell/main.py", "guard/parse/treesitter.py"):
+                   "guard/ruleset/schema/command-rules.json", "guard/shell/main.py", "guard/parse/treesitter.py",
+                   "guard/rules/dialects/perl.yaml", "guard/rules/programs/interpreters.yaml",
+                   "guard/ruleset/schema/dialects.json", "guard/resolve/inline/generic.py"):
         assert needed in names, needed
     # guard-bash: guard-shell under a name Claude Code takes as a shell (its path must name bash)
     for script, entry in (("guard-shell", "from guard.shell.main import main"), ("guard-bash", "from guard.shell.main import main"),
