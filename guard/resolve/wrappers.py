@@ -297,7 +297,8 @@ WRAPPERS: dict[str, Callable[[tuple[str, ...]], Inner | None]] = {
     "find": _find,
 }
 
-SHELLS = frozenset({"bash", "sh", "zsh", "dash", "ksh", "ash", "mksh", "yash", "busybox", "rbash", "guard-shell"})
+SHELLS = frozenset({"bash", "sh", "zsh", "dash", "ksh", "ksh93", "pdksh", "oksh", "lksh", "ash", "mksh", "posh", "yash",
+                    "busybox", "rbash", "guard-shell"})
 
 
 # --------------------------------------------------------------------------- the catalogue

@@ -197,3 +197,11 @@ FISH = [
 @pytest.mark.parametrize(("command", "want"), FISH, ids=[c[:50] for c, _ in FISH])
 def test_fish_set_assigns_a_list(command: str, want: list[tuple[str, ...]]) -> None:
     assert gits(command) == want
+
+
+@pytest.mark.parametrize("shell", ["zsh", "ksh", "ksh93", "mksh", "pdksh", "oksh", "ash", "posh", "yash"])
+def test_posix_like_shells_are_read_by_the_bash_resolver(shell: str) -> None:
+    """Their -c line has the same simple commands, quoting, variables, pipes and lists."""
+    assert gits(f"{shell} -c 'G=git; $G push origin main'") == [("git", "push", "origin", "main")]
+    assert gits(f"busybox {shell} -c 'git status'" if shell in ("ash",) else f"{shell} -c 'echo git push'") == (
+        [("git", "status")] if shell == "ash" else [])
