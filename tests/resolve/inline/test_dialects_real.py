@@ -48,6 +48,12 @@ CASES = [
     ("vim", """vim -Nu NONE -i NONE -es -c 'silent! exe "!git add ." | qa!'""", [["add", "."]]),
     ("fish", """fish -c 'set g git; $g add .'""", [["add", "."]]),
     ("fish", """fish -c 'set -l c git commit; $c -m x; set -e c'""", [["commit", "-m", "x"]]),
+    ("php", """php -r '$c = "git"; passthru($c . " push origin main");'""", [["push", "origin", "main"]]),
+    ("php", """php -r 'echo shell_exec("git log -1"); proc_open(["git", "status"], [], $p);'""",
+     [["log", "-1"], ["status"]]),
+    ("php", """php -r '$b = "main"; system("git checkout $b"); echo `git rev-parse HEAD`;'""",
+     [["checkout", "main"], ["rev-parse", "HEAD"]]),
+    ("zsh", """zsh -c 'g=git; $g push origin main'""", [["push", "origin", "main"]]),
     ("go", "cat > DIR/main.go <<'EOF'\n" + GO_MAIN + "EOF\ncd DIR && go run main.go",
      [["push", "origin", "main"], ["tag", "v1"]]),
     ("java", "printf '%s' 'class M { public static void main(String[] a) throws Exception { "
