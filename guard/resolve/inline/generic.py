@@ -346,7 +346,7 @@ class _Analysis:
                 ):
                     self.value(node)  # a builder step: it changes the command being built
                 return
-        kind = entry["as"] if isinstance(entry, dict) else str(entry)
+        kind = str(entry["as"])
         line = line0 + node.start_point[0] + 1
         if kind == "builder":
             self.value(node)
@@ -354,16 +354,11 @@ class _Analysis:
         args, opts = self.arguments(node, spec)
         if spec.get("callee_value"):
             args.insert(0, name)  # a shell-like command: its name is argv[0]
-        if (
-            isinstance(entry, dict)
-            and entry.get("methods")
-            and d.key(method or "") in {d.key(m) for m in entry["methods"]}
-            and d.key(name) not in d.runs
-        ):
-            args = [self.value(receiver)] if receiver is not None else []
+        if d.key(name) not in d.runs and entry.get("methods") and receiver is not None:
+            args = [self.value(receiver)]  # "git push".execute(): the receiver is the command
         if entry is spec.get("default"):
             name = ""  # every command of a shell-like dialect runs: the via chain names the dialect's launch alone
-        self.runs(line, name, kind, entry if isinstance(entry, dict) else {}, args, opts)
+        self.runs(line, name, kind, entry, args, opts)
 
     def runs(
         self,
@@ -446,11 +441,8 @@ class _Analysis:
     def cwd(self, entry: Mapping[str, Any], args: list[object], opts: dict[str, object]) -> str | None:
         where = entry.get("cwd")
         if where is None:
-            for a in args:
-                if isinstance(a, Pairs):
-                    opts = {**opts, **a.items}
             return None
-        for a in args:
+        for a in args:  # an options hash among the arguments (Ruby's spawn(cmd, {chdir: …}))
             if isinstance(a, Pairs):
                 opts = {**opts, **a.items}
         v: object = None
