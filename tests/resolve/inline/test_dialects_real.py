@@ -54,6 +54,9 @@ CASES = [
     ("php", """php -r '$b = "main"; system("git checkout $b"); echo `git rev-parse HEAD`;'""",
      [["checkout", "main"], ["rev-parse", "HEAD"]]),
     ("zsh", """zsh -c 'g=git; $g push origin main'""", [["push", "origin", "main"]]),
+    ("groovy", """groovy -e 'def g = "git"; "$g push origin".execute().waitFor(); ["git", "log", "-1"].execute().waitFor()'""",
+     [["push", "origin"], ["log", "-1"]]),
+    ("groovy", """groovy -e 'new ProcessBuilder("git", "status").start().waitFor()'""", [["status"]]),
     ("go", "cat > DIR/main.go <<'EOF'\n" + GO_MAIN + "EOF\ncd DIR && go run main.go",
      [["push", "origin", "main"], ["tag", "v1"]]),
     ("java", "printf '%s' 'class M { public static void main(String[] a) throws Exception { "
@@ -95,6 +98,9 @@ def test_guard_reads_what_the_real_interpreter_runs(program: str, command: str, 
     command = command.replace("DIR", str(work))
     env = {"PATH": f"{bin_}:/usr/local/bin:/usr/bin:/bin", "HOME": str(tmp_path), "GOCACHE": str(tmp_path / "gocache"),
            "GOPATH": str(tmp_path / "gopath"), "GOFLAGS": "-mod=mod", "GO111MODULE": "auto"}
+    java = shutil.which("java")
+    if java:  # groovy's launcher wants JAVA_HOME
+        env["JAVA_HOME"] = str(Path(java).resolve().parent.parent)
     proc = subprocess.run(["bash", "-c", command], cwd=work, env=env, capture_output=True, text=True, timeout=240)
     ran = _runs(log)
     if not ran:
