@@ -57,6 +57,9 @@ CASES = [
     ("groovy", """groovy -e 'def g = "git"; "$g push origin".execute().waitFor(); ["git", "log", "-1"].execute().waitFor()'""",
      [["push", "origin"], ["log", "-1"]]),
     ("groovy", """groovy -e 'new ProcessBuilder("git", "status").start().waitFor()'""", [["status"]]),
+    ("kotlinc", "cat > DIR/s.kts <<'EOF'\nval g = \"git\"\nProcessBuilder(g, \"push\", \"origin\").start().waitFor()\n"
+                "Runtime.getRuntime().exec(arrayOf(\"git\", \"log\", \"-1\")).waitFor()\nEOF\nkotlinc -script DIR/s.kts",
+     [["push", "origin"], ["log", "-1"]]),
     ("go", "cat > DIR/main.go <<'EOF'\n" + GO_MAIN + "EOF\ncd DIR && go run main.go",
      [["push", "origin", "main"], ["tag", "v1"]]),
     ("java", "printf '%s' 'class M { public static void main(String[] a) throws Exception { "
