@@ -385,9 +385,10 @@ def dialect_problems(doc: Doc) -> list[Diagnostic]:
             if not isinstance(ex, dict) or not isinstance(ex.get("code"), str):
                 continue
             found, notes = analyze_dialect(table, ex["code"])
-            got = [(f.kind, f.argv if f.kind == "argv" else f.shell, f.cwd) for f in found if f.kind in ("argv", "shell")]
+            got = [(f.kind, f.argv if f.kind == "argv" else (f.method, f.url) if f.kind == "http" else f.shell, f.cwd)
+                   for f in found if f.kind in ("argv", "shell", "http")]
             want = [("argv", tuple(ex["argv"]), ex.get("cwd"))] if "argv" in ex else \
-                [("shell", ex.get("shell"), ex.get("cwd"))]
+                [("http", tuple(ex["http"]), None)] if "http" in ex else [("shell", ex.get("shell"), ex.get("cwd"))]
             if got != want:
                 out.append(doc.diag((*where, "examples", "runs", k),
                                     f"runs {_runs_said(got)}, the example says {_runs_said(want)}"
@@ -410,6 +411,6 @@ def _runs_said(got: list) -> str:
         return "nothing"
     parts = []
     for kind, what, cwd in got:
-        text = " ".join(what) if kind == "argv" else f"the shell line {what!r}"
+        text = " ".join(what) if kind in ("argv", "http") else f"the shell line {what!r}"
         parts.append(text + (f" in {cwd}" if cwd else ""))
     return "; ".join(parts)

@@ -372,6 +372,9 @@ class _Analysis:
         cwd = self.cwd(entry, args, opts)
         skip = int(entry.get("skip", 0))
         args = [a for a in args if not isinstance(a, Pairs)][skip:]
+        if kind == "http":
+            self.http(line, name, entry, args, opts)
+            return
         if entry.get("drop_options"):
             args = _drop_options(args, entry.get("with_value", ()), self.d)
         if "args" in entry:
@@ -399,6 +402,33 @@ class _Analysis:
             self.pipe_open(line, name, args, cwd)
         elif kind == "eval" and not (args and args[0] is WALKED):
             self.eval(line, name, args[0] if args else UNK)
+
+    def http(self, line: int, name: str, entry: Mapping[str, Any], args: list[object], opts: dict[str, object]) -> None:
+        """An HTTP request: its URL, method and body where the entry says (an argument's index, a
+        -Option's value, a keyword), the method a fixed word or GET."""
+        plain = _drop_options(args, entry.get("with_value", ()), self.d) if entry.get("drop_options") else args
+
+        def pick(where: object) -> object:
+            for w in where if isinstance(where, list) else [where]:
+                if isinstance(w, int) and w < len(plain):
+                    return plain[w]
+                if isinstance(w, str) and w.startswith("-"):
+                    keys = [self.d.key(a) if isinstance(a, str) else a for a in args]
+                    if self.d.key(w) in keys and keys.index(self.d.key(w)) + 1 < len(args):
+                        return args[keys.index(self.d.key(w)) + 1]
+                elif isinstance(w, str) and w in opts:
+                    return opts[w]
+            return None
+
+        url = pick(entry.get("url", 0))
+        method = entry.get("method_is") or pick(entry.get("method", [])) or "GET"
+        body = pick(entry.get("body", []))
+        if not isinstance(url, str) or not url.strip(UNKNOWN):
+            self.note(line, f"{name} URL not constant")
+            return
+        self.add(Finding(kind="http", method=method.upper() if isinstance(method, str) else UNKNOWN, url=url,
+                         body=None if body is None else body if isinstance(body, str) else UNKNOWN,
+                         detail=f"{self.d.name} {name}", line=line))
 
     def pipe_open(self, line: int, name: str, args: list[object], cwd: str | None) -> None:
         """``open(FH, "cmd |")``, ``open(FH, "-|", "git", "fetch")``, Ruby's ``open("|cmd")``."""

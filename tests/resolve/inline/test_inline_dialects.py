@@ -208,3 +208,25 @@ def test_posix_like_shells_are_read_by_the_bash_resolver(shell: str) -> None:
 
 def test_busybox_shells() -> None:
     assert gits("busybox sh -c 'git status'") == gits("busybox ash -c 'git status'") == [("git", "status")]
+
+
+HTTP = [
+    ("powershell", "Invoke-RestMethod -Uri https://api.github.com/repos/o/r/issues -Method POST -Body '{}'",
+     ("POST", "https://api.github.com/repos/o/r/issues", "{}")),
+    ("powershell", "$u = 'https://api.github.com/repos/o/r'; iwr $u", ("GET", "https://api.github.com/repos/o/r", None)),
+    ("ruby", 'u = "https://api.github.com/repos/o/r/pulls"; Net::HTTP.post(URI(u), "{}")',
+     ("POST", "https://api.github.com/repos/o/r/pulls", "{}")),
+    ("go", 'package main\nfunc main() { http.PostForm("https://github.com/login/oauth/access_token", v) }',
+     ("POST", "https://github.com/login/oauth/access_token", UNKNOWN)),
+]
+
+
+@pytest.mark.parametrize(("lang", "src", "want"), HTTP, ids=[f"{x[0]}:{x[1][:40]}" for x in HTTP])
+def test_http_requests(lang: str, src: str, want: tuple) -> None:
+    assert [(f.method, f.url, f.body) for f in analyze_inline(lang, src)[0] if f.kind == "http"] == [want]
+
+
+def test_an_http_write_to_github_from_powershell_is_publishing() -> None:
+    v = analyze("pwsh -c 'irm https://api.github.com/repos/o/r/pulls -Method Post -Body $b'", CTX)
+    assert (v.verdict, v.category) == ("refuse", "publish")
+    assert analyze("pwsh -c 'irm https://api.github.com/repos/o/r/pulls'", CTX).verdict == "allow"
