@@ -10,7 +10,7 @@ from pathlib import Path
 import pytest
 
 from guard.context import Context
-from guard.engine import analyze
+from guard.engine import analyze, rule_examples
 from guard.ruleset import compile as rcompile
 from guard.ruleset import layers as rlayers
 from guard.ruleset import read as rread
@@ -51,7 +51,7 @@ dialects:
 def _diags(tmp_path: Path, text: str, examples: str = "unshipped") -> list[rread.Diagnostic]:
     f = tmp_path / "mine.yaml"
     f.write_text(textwrap.dedent(text))
-    c = rcompile.compile_files(rlayers.rule_layers((str(f),), None), examples=examples)
+    c = rcompile.compile_files(rlayers.rule_layers((str(f),), None), examples=examples, run=rule_examples)
     return [d for d in c.diagnostics if d.file == str(f)]
 
 
@@ -97,7 +97,7 @@ def test_the_shipped_tables_examples_run_under_lint_only(tmp_path: Path) -> None
     """Loading the shipped rules runs no dialect example (that imports every grammar): CI's lint
     and `guard rules test` do, and they pass."""
     shipped = rlayers.rule_layers((), None)
-    assert rcompile.compile_files(shipped, examples="unshipped").ruleset.dialects.keys() >= {
+    assert rcompile.compile_files(shipped, examples="unshipped", run=rule_examples).ruleset.dialects.keys() >= {
         "perl", "ruby", "php", "lua", "go", "java", "kotlin", "groovy", "rust", "powershell"}
-    c = rcompile.compile_files(shipped, examples="all")
+    c = rcompile.compile_files(shipped, examples="all", run=rule_examples)
     assert [str(d) for d in c.diagnostics if d.kind in ("dialect-example", "inline-example", "bad-grammar")] == []
