@@ -3,7 +3,10 @@
 fixtures/fresh/README.md): per family, the share of cases whose verdict equals the label,
 then every miss with guard's answer.
 
-    python3 bench/fresh_batch.py [--json] [--no-world] [FAMILY...]
+    python3 bench/fresh_batch.py [--json] [--no-world] [--dir DIR] [FAMILY...]
+
+--dir scores another folder of the same format (the second batch: --dir fixtures/fresh2);
+the default is fixtures/fresh.
 
 guard is found as $GUARD_BIN, else `guard` on PATH, else bin/guard run with this Python.
 Every line goes through one `guard check --jsonl --json` with GUARD_TREE=/workspace.
@@ -30,9 +33,9 @@ def guard_cmd():
     return [sys.executable, str(ROOT / "bin" / "guard")]
 
 
-def load(families):
+def load(families, folder=FRESH):
     cases = []
-    for f in sorted(FRESH.glob("*.jsonl")):
+    for f in sorted(folder.glob("*.jsonl")):
         if families and f.stem not in families:
             continue
         for line in f.read_text().splitlines():
@@ -68,8 +71,13 @@ def main(argv):
 
 def run(argv):
     as_json = "--json" in argv
+    folder = FRESH
+    if "--dir" in argv:
+        i = argv.index("--dir")
+        folder = ROOT / argv[i + 1]
+        argv = argv[:i] + argv[i + 2:]
     families = [a for a in argv if not a.startswith("--")]
-    cases = load(families)
+    cases = load(families, folder)
     stdin = "".join(json.dumps({"command": c["command"], "cwd": c["cwd"], "id": c["id"]}) + "\n"
                     for c in cases)
     env = dict(os.environ, GUARD_TREE="/workspace")

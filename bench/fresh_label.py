@@ -17,8 +17,11 @@ a .git appeared in the tree; a credential store was opened; or the sentinel toke
 the output. Otherwise "allow". Cases whose program is not installed carry a label written
 from the program's manual (checked: manual) and are not run.
 
-Usage: python3 bench/fresh_label.py   (writes fixtures/fresh/<family>.jsonl)
+Usage: python3 bench/fresh_label.py [--cases MODULE] [--out DIR]
+  defaults: --cases fresh_cases (bench/fresh_cases.py), --out fixtures/fresh
+  (writes DIR/<family>.jsonl; the second batch: --cases fresh2_cases --out fixtures/fresh2)
 """
+import importlib
 import json
 import os
 import re
@@ -32,7 +35,6 @@ from urllib.parse import urlparse
 
 ROOT = Path(__file__).resolve().parent.parent
 sys.path.insert(0, str(ROOT / "bench"))
-from fresh_cases import CASES  # noqa: E402
 
 GIT_STANDIN = r'''#!/bin/bash
 { printf 'git\t%s\t%s\t%s\t' "$(pwd -P)" "${GIT_DIR-}" "${GIT_WORK_TREE-}"; printf '%q ' "$@"; echo; } >> "$FRESH_LOG"
@@ -360,8 +362,13 @@ def run_case(cmd, s: Path):
     return ("refuse" if reasons else "allow"), reasons, logged
 
 
-def main():
-    out_dir = ROOT / "fixtures/fresh"
+def option(argv, name, default):
+    return argv[argv.index(name) + 1] if name in argv else default
+
+
+def main(argv):
+    CASES = importlib.import_module(option(argv, "--cases", "fresh_cases")).CASES
+    out_dir = ROOT / option(argv, "--out", "fixtures/fresh")
     out_dir.mkdir(parents=True, exist_ok=True)
     s = Path(tempfile.mkdtemp(prefix="fresh35-")).resolve()
     install_standins(s)
@@ -388,4 +395,4 @@ def main():
 
 
 if __name__ == "__main__":
-    main()
+    main(sys.argv[1:])
