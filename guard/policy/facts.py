@@ -15,6 +15,7 @@ from functools import lru_cache
 from guard.ir import ENV_READ, KIND_NAMES, UNKNOWN, Invocation
 from guard.record import dataclass
 from guard.resolve import paths
+from guard.ruleset import catalogue as cat
 from guard.ruleset.model import Forge
 from guard.ruleset.programs import Reading, Spec, is_url, read, reader_facts, spec_for
 from guard.ruleset.stores import Stores
@@ -24,8 +25,6 @@ if TYPE_CHECKING:
     from guard.ruleset.derived import PrefixSearch
 
 # Literal patterns, compiled at import (before the analysis server forks its workers).
-_HTTPIE_DATA_ITEM = re.compile(r"^[^=:@]+(:=@|=@|:=|=|@)")
-_RSYNC_EXCLUDES_GIT = re.compile(r"--exclude[= ]\.git\b|--exclude[= ]\*?/?\.git")
 
 
 NO_SPEC_READER = Spec("", subcommand=False)
@@ -76,22 +75,6 @@ def _combine(*places: str | None) -> str:
     if "unknown" in vals:
         return "unknown"
     return "outside"
-
-
-def _operands(args: tuple[str, ...], with_arg: frozenset[str]) -> list[str]:
-    out: list[str] = []
-    i = 0
-    while i < len(args):
-        a = args[i]
-        if a == "--":
-            out.extend(args[i + 1 :])
-            break
-        if a.startswith("-") and a != "-":
-            i += 2 if (a in with_arg) else 1
-            continue
-        out.append(a)
-        i += 1
-    return out
 
 
 # ----------------------------------------------------------------------------- git
@@ -265,135 +248,6 @@ def cli_api(inv: Invocation, r: Reading, spec: Spec) -> dict:
 
 # ----------------------------------------------------------------------------- HTTP clients
 
-CURL_WITH_ARG = frozenset(
-    "-X --request -H --header -d --data --data-raw --data-binary --data-ascii --data-urlencode --json -F --form "
-    "--form-string -o --output -u --user -A --user-agent -e --referer -b --cookie -c --cookie-jar -T --upload-file "
-    "--url -w --write-out -m --max-time --connect-timeout -K --config -x --proxy --retry --retry-delay --retry-max-time "
-    "-r --range -E --cert --key --cacert --capath -Y -y --limit-rate --resolve --interface --oauth2-bearer -z "
-    "--output-dir --max-redirs --proto --proto-redir -U --proxy-user --unix-socket --dns-servers --variable --expand-url"
-    .split()
-)
-CURL_DATA = frozenset("-d --data --data-raw --data-binary --data-ascii --data-urlencode --json -F --form --form-string".split())
-
-
-CURL_SHORT_WITH_ARG = frozenset("XHdFouAebcTwmKxrEYyzUQ")
-
-
-def _curl_options(args: tuple[str, ...]) -> list[tuple[str, str | None]]:
-    """curl's argv as (option, value) pairs, clusters split (``-sd x`` → ``-s``, ``-d x``;
-    ``-sXPOST`` → ``-s``, ``-X POST``); operands come as ("", operand)."""
-    out: list[tuple[str, str | None]] = []
-    i = 0
-    while i < len(args):
-        a = args[i]
-        i += 1
-        if a.startswith("--"):
-            name, eq, val = a.partition("=")
-            if eq:
-                out.append((name, val))
-            elif name in CURL_WITH_ARG:
-                out.append((name, args[i] if i < len(args) else ""))
-                i += 1
-            else:
-                out.append((name, None))
-        elif a.startswith("-") and len(a) > 1:
-            for j, ch in enumerate(a[1:], start=1):
-                if ch in CURL_SHORT_WITH_ARG:
-                    val = a[j + 1 :]
-                    if not val:
-                        val = args[i] if i < len(args) else ""
-                        i += 1
-                    out.append(("-" + ch, val))
-                    break
-                out.append(("-" + ch, None))
-        else:
-            out.append(("", a))
-    return out
-
-
-def curl_facts(inv: Invocation) -> dict:
-    method = None
-    urls: list[str] = []
-    data = False
-    body = ""
-    get = False
-    for opt, val in _curl_options(tuple(inv.argv[1:])):
-        if opt == "":
-            urls.append(val or "")
-        elif opt in ("-X", "--request"):
-            method = (val or "").upper()
-        elif opt in CURL_DATA:
-            data = True
-            body += val or ""
-        elif opt in ("-T", "--upload-file"):
-            method = method or "PUT"
-        elif opt in ("-G", "--get"):
-            get = True
-        elif opt in ("-I", "--head"):
-            method = method or "HEAD"
-        elif opt == "--url":
-            urls.append(val or "")
-    if method is None:
-        method = "GET" if (get or not data) else "POST"
-    return {"http_method": method, "urls": urls, "body": body}
-
-
-def wget_facts(inv: Invocation) -> dict:
-    method = None
-    urls: list[str] = []
-    body = ""
-    args = inv.argv[1:]
-    i = 0
-    while i < len(args):
-        a = args[i]
-        if a.startswith("--method="):
-            method = a.split("=", 1)[1].upper()
-        elif a == "--method" and i + 1 < len(args):
-            method = args[i + 1].upper()
-            i += 1
-        elif a.startswith(("--post-data", "--post-file", "--body-data", "--body-file")):
-            method = method or "POST"
-            body += a.split("=", 1)[1] if "=" in a else ""
-        elif not a.startswith("-"):
-            urls.append(a)
-        elif a in ("-O", "-o", "-P", "-U", "--header", "-e", "--user", "--password", "-t", "-T", "-a", "-i"):
-            i += 1
-        i += 1
-    return {"http_method": method or "GET", "urls": urls, "body": body}
-
-
-HTTP_METHODS = frozenset({"GET", "POST", "PUT", "PATCH", "DELETE", "HEAD", "OPTIONS"})
-
-
-def httpie_facts(inv: Invocation) -> dict:
-    args = [a for a in inv.argv[1:]]
-    method = None
-    url = None
-    data = False
-    body = ""
-    form = any(a in ("-f", "--form", "--multipart") for a in args)
-    for a in args:
-        if a.startswith("-"):
-            continue
-        if method is None and url is None and a.upper() in HTTP_METHODS:
-            method = a.upper()
-            continue
-        if url is None:
-            url = a
-            continue
-        if "==" in a:
-            continue  # query string item
-        if _HTTPIE_DATA_ITEM.match(a):
-            data = True
-            body += a + " "
-    if url and url.startswith(":"):
-        url = "http://localhost" + url[1:]
-    elif url and "://" not in url:
-        url = "https://" + url if inv.program in ("https", "xhs") else "http://" + url
-    if method is None:
-        method = "POST" if (data or form) else "GET"
-    return {"http_method": method, "urls": [url] if url else [], "body": body}
-
 
 def forge_of(url: str, world: World) -> tuple[str, str]:
     """(the forge the URL is on, from the config's ``forges``, or ""; the URL's path)."""
@@ -420,15 +274,15 @@ def forge_of(url: str, world: World) -> tuple[str, str]:
     return "", path
 
 
-HTTP_READERS = {"http-curl": curl_facts, "http-wget": wget_facts, "http-httpie": httpie_facts}
-
-
-def http_facts(inv: Invocation, meaning: str, world: World) -> dict:
-    if meaning == "http-inline":
+def http_facts(inv: Invocation, spec: Spec, world: World) -> dict:
+    """What an HTTP call sends, and to which forge: an inline call's record (``http-inline``), or
+    the client's argv read with its catalogue entry's ``http:`` grammar."""
+    if spec.meaning == "http-inline":
         h = inv.facts.get("http", {})
         raw = {"http_method": (h.get("method") or "GET").upper(), "urls": [h.get("url") or ""], "body": h.get("body") or ""}
     else:
-        raw = HTTP_READERS[meaning](inv)
+        req = cat.request(inv.program, inv.argv[1:], spec.http) if spec.http else cat.Request("GET", (), "")
+        raw = {"http_method": req.method, "urls": list(req.urls), "body": req.body}
     forge = ""
     gpath = ""
     url = raw["urls"][0] if raw["urls"] else ""
@@ -452,9 +306,16 @@ def http_facts(inv: Invocation, meaning: str, world: World) -> dict:
 # ----------------------------------------------------------------------------- tokens
 
 TOKENISH = re.compile(r"token|\btok|secret|github|\bgh|pat\b|_pat|key|auth|cred|passw", re.I)
-SEARCHERS = frozenset({"grep", "egrep", "fgrep", "rg", "ugrep", "ug", "ag", "ack", "awk", "gawk", "sed", "findstr", "sort", "jq"})
-ENV_DUMPERS = frozenset({"env", "printenv", "set", "export", "declare", "typeset", "compgen"})
-MENTION_ONLY = frozenset({"echo", "printf", "unset", ":", "true", "rm"})
+
+
+def _entry(program: str, world: World) -> Spec | None:
+    """``program``'s catalogue entry (its spec), by its name as run."""
+    return world.programs.get(program)
+
+
+def _searches(program: str, world: World) -> bool:
+    spec = world.programs.get(program.rsplit("/", 1)[-1])
+    return spec is not None and spec.searches is not None
 
 
 def token_facts(inv: Invocation, world: World) -> dict:
@@ -469,15 +330,18 @@ def token_facts(inv: Invocation, world: World) -> dict:
         facts["token_ref"] = False
     prog = inv.program
     args = inv.argv[1:]
-    if prog == "printenv" and any(a in world.token_vars for a in args):
+    spec = _entry(prog, world)
+    dump = spec.dumps_environment if spec is not None else None
+    if dump is not None and dump.prints_operands and any(a in world.token_vars for a in args):
         facts["token_ref"] = True
-    if prog in ENV_DUMPERS and _dumps_env(prog, args) and inv.pipe_to:
+    if dump is not None and inv.pipe_to and cat.dumps_environment(args, dump):
         for nxt in inv.pipe_to:
-            if nxt and nxt[0].rsplit("/", 1)[-1] in SEARCHERS and any(TOKENISH.search(a) for a in nxt[1:]):
+            if nxt and _searches(nxt[0], world) and any(TOKENISH.search(a) for a in nxt[1:]):
                 facts["env_search"] = True
-    if prog not in MENTION_ONLY and _names_a_store(inv, world):
+    if (spec is None or spec.reads_operands) and _names_a_store(inv, world):
         facts["cred_store"] = True
-    if prog in SEARCHERS or (prog == "git" and "grep" in args[:3]):
+    search = spec.searches if spec is not None else None
+    if search is not None or (prog == "git" and "grep" in args[:3]):
         # one search over all the words first: a match inside one word is a match in them joined,
         # and most searches (grep -rn def src) have none
         prefixes = world.token_prefixes
@@ -486,7 +350,7 @@ def token_facts(inv: Invocation, world: World) -> dict:
             facts["token_grep"] = True
         elif "oauth_token" in joined and any(  # no newline in it: in the joined words iff in one
                 paths.join(inv.cwd, a, world.home).rstrip("/") in (world.home.rstrip("/"), world.home.rstrip("/") + "/.config")
-                for a in args if not a.startswith("-")):
+                for a in (cat.searched_files(args, search) if search is not None else args) if not a.startswith("-")):
             facts["token_grep"] = True  # gh keeps its token as oauth_token in ~/.config/gh/hosts.yml
     if prog in ("find", "bfs"):  # bfs: find's options (Claude Code runs its own binary as bfs)
         from fnmatch import fnmatchcase
@@ -541,58 +405,42 @@ def _is_cred_store(arg: str, cwd: str, world: World) -> bool:
     return False
 
 
-def _dumps_env(prog: str, args: tuple[str, ...]) -> bool:
-    if prog in ("env", "printenv"):
-        return not any(not a.startswith("-") for a in args)
-    if prog in ("export", "declare", "typeset"):
-        return all(a.startswith("-") for a in args)
-    if prog == "compgen":
-        return "-v" in args or "-e" in args
-    return prog == "set" and not args
-
-
 # ----------------------------------------------------------------------------- files
 
-REMOTE_RE = re.compile(r"^[\w.@-]+:(?!//)")
-COPY_WITH_ARG = frozenset({"--exclude", "--include", "--filter", "-f", "-e", "--rsh", "-t", "--target-directory",
-                           "-S", "--suffix", "--chown", "--chmod", "--exclude-from", "--include-from", "-m", "--mode"})
-COPIERS = frozenset({"cp", "mv", "rsync", "install", "ln", "ditto"})
-WRITERS = frozenset({"tee", "touch", "mkdir", "cp", "mv", "install", "ln", "rsync", "dd", "truncate"})
-_FILE_PROGRAMS = WRITERS | COPIERS | {"pip", "pip3", "uv"}  # those file_facts looks at beyond writes
-
-
-# The programs token_facts and file_facts test by name (beyond MENTION_ONLY): facts_for takes
-# its short way only for the others.
-_OWN_FACTS = frozenset({KIND_NAMES[ENV_READ], "printenv", "find", "bfs", "git", *ENV_DUMPERS, *SEARCHERS, *_FILE_PROGRAMS})
+# The programs token_facts and file_facts still test by name: guard's record of an inline
+# environment read, find's name tests, and pip's editable checkouts. facts_for takes its short
+# way only for the others without a catalogue entry.
+_OWN_FACTS = frozenset({KIND_NAMES[ENV_READ], "find", "bfs", "pip", "pip3", "uv"})
+_INSTALLERS = frozenset({"pip", "pip3", "uv"})
 
 
 def file_facts(inv: Invocation, world: World) -> dict:
     prog = inv.program
-    if not inv.writes and prog not in _FILE_PROGRAMS:
+    spec = _entry(prog, world)
+    copies = spec.copies if spec is not None else None
+    writes = spec.writes if spec is not None else None
+    if not inv.writes and copies is None and writes is None and prog not in _INSTALLERS:
         return {}  # writes nothing, copies nothing, installs nothing: most invocations
     facts: dict = {}
     home = world.home
+    args = inv.argv[1:]
     targets = list(inv.writes)
-    sources, dest = _copy_operands(inv) if prog in COPIERS else ([], None)
-    if prog in WRITERS:
-        if prog == "dd":
-            targets += [a[3:] for a in inv.argv[1:] if a.startswith("of=")]
-        elif prog in ("tee", "touch", "mkdir", "truncate"):
-            targets += [a for a in inv.argv[1:] if not a.startswith("-")]
-        elif dest is not None:
-            targets.append(dest)
+    sources, dest = cat.copy_operands(args, copies) if copies is not None else ([], None)
+    if writes is not None:
+        targets += cat.written_files(args, writes)
+    if dest is not None:
+        targets.append(dest)
     for t in targets:
-        if prog in ("rsync", "scp") and REMOTE_RE.match(t):
+        if copies is not None and cat.is_remote(t, copies):
             continue  # host:path is on another machine
         full = paths.join(inv.cwd, t, home)
         if paths.has_component(full.replace(UNKNOWN, "x"), ".git") and where(full, world) == "tree":
             facts["dotgit_write"] = True
             facts["dest_path"] = full
-    if dest is not None and sources and not REMOTE_RE.match(dest):
+    if copies is not None and dest is not None and sources and not cat.is_remote(dest, copies):
         dest_dir = paths.real(paths.join(inv.cwd, dest, home))
         if where(dest_dir, world) == "tree":
-            excl = " ".join(inv.argv).replace("'", "")
-            excluded = prog == "rsync" and _RSYNC_EXCLUDES_GIT.search(excl) is not None
+            excluded = cat.excludes_vcs(args, copies)
             for src in sources:
                 if src.rstrip("/").rsplit("/", 1)[-1] == ".git":
                     facts["dotgit_write"] = True  # cp -r /tmp/r/.git . lands a .git in the tree
@@ -609,7 +457,7 @@ def file_facts(inv: Invocation, world: World) -> dict:
                 if not excluded and prog != "ln" and (made or _holds_repo(s, inv.removed)):
                     facts["repo_copy"] = True
                     facts["dest_path"] = dest_dir
-    if prog in ("pip", "pip3", "uv") and "install" in inv.argv:
+    if prog in _INSTALLERS and "install" in inv.argv:
         argv = list(inv.argv)
         for j, a in enumerate(argv):
             if a in ("-e", "--editable") and j + 1 < len(argv) and argv[j + 1].startswith("git+"):
@@ -621,26 +469,6 @@ def file_facts(inv: Invocation, world: World) -> dict:
                 facts["editable_vcs"] = where(full, world)
                 facts["url"] = argv[j + 1]
     return facts
-
-
-def _copy_operands(inv: Invocation) -> tuple[list[str], str | None]:
-    """(sources, destination) of cp / mv / ln / install / rsync: ``-t DIR`` and
-    ``--target-directory=DIR`` name the destination; ``ln -s SRC`` alone links into the cwd."""
-    argv = inv.argv
-    target = None
-    for j, a in enumerate(argv):
-        if a in ("-t", "--target-directory") and j + 1 < len(argv):
-            target = argv[j + 1]
-        elif a.startswith("--target-directory="):
-            target = a.split("=", 1)[1]
-    ops = _operands(tuple(argv[1:]), COPY_WITH_ARG)
-    if target is not None:
-        return [o for o in ops if o != target], target
-    if len(ops) >= 2:
-        return ops[:-1], ops[-1]
-    if len(ops) == 1 and inv.program == "ln":
-        return ops, ops[0].rstrip("/").rsplit("/", 1)[-1] or "."
-    return [], None
 
 
 def _holds_repo(path: str, removed: tuple[str, ...] = (), depth: int = 3) -> bool:
@@ -755,8 +583,8 @@ def quiet_program(prog: str, world: World) -> bool:
     nothing only ``quiet_facts``: the program has no spec (by its name or as a dashed one),
     token_facts and file_facts look at other programs by name, and no rule names it or reads
     every program. It depends on the name and the rule set only."""
-    return (spec_for(prog, world.programs)[0] is None and prog not in _OWN_FACTS and not world.read_all
-            and prog not in world.named)
+    spec = spec_for(prog, world.programs)[0]
+    return (spec is None or spec.quiet) and prog not in _OWN_FACTS and not world.read_all and prog not in world.named
 
 
 def quiet_facts(inv: Invocation, world: World) -> dict:
@@ -764,7 +592,8 @@ def quiet_facts(inv: Invocation, world: World) -> dict:
     nothing (most of them: ls, cat, pytest): of every fact ``facts_for`` can give, only the
     credential-store operands can hold."""
     prog = inv.program
-    if prog not in MENTION_ONLY and _names_a_store(inv, world):
+    spec = world.programs.get(prog)
+    if (spec is None or spec.reads_operands) and _names_a_store(inv, world):
         return {"program": prog, "cred_store": True}
     return {"program": prog}
 
@@ -782,11 +611,11 @@ def facts_for(inv: Invocation, world: World) -> dict:
     spec = world.programs.get(prog)
     if spec is None and "-" in prog:
         spec, prog = spec_for(prog, world.programs)
-    if (spec is None and prog not in _OWN_FACTS and not inv.var_refs and not inv.writes and not world.read_all
+    if ((spec is None or spec.quiet) and prog not in _OWN_FACTS and not inv.var_refs and not inv.writes and not world.read_all
             and prog not in world.named):
         return quiet_facts(inv, world)  # ``quiet_program``'s test, with the spec already looked up
     facts: dict = {"program": prog}
-    if spec is not None:
+    if spec is not None and not spec.quiet:
         read_as = inv
         if prog != inv.program:  # git-push ARGS reads as git push ARGS
             read_as = Invocation(prog, (prog, inv.program[len(prog) + 1 :], *inv.argv[1:]), inv.cwd, inv.env)
@@ -794,8 +623,8 @@ def facts_for(inv: Invocation, world: World) -> dict:
         facts.update(reader_facts(r, spec))
         if spec.meaning == "git-repository" or (spec.drives_git and _drives_git(spec, facts)):
             facts.update(git_repository(read_as, r, world))
-        elif spec.meaning is not None:
-            facts.update(http_facts(read_as, spec.meaning, world))
+        elif spec.meaning is not None or spec.http is not None:
+            facts.update(http_facts(read_as, spec, world))
         if spec.api is not None and r.subcommand == spec.api_option("subcommand"):
             facts.update(cli_api(read_as, r, spec))
         if spec.clone is not None and (r.subcommand, facts.get("action")) == spec.clone:

@@ -10,6 +10,7 @@ from dataclasses import dataclass, field
 from pathlib import Path
 from typing import Any
 
+from guard.ruleset.catalogue import catalogue_problems
 from guard.ruleset.checks import (
     Entry,
     annotation_problems,
@@ -92,6 +93,7 @@ def compile_files(layers: list[Layer], *, examples: str = "all", run: Runner | N
                 notes += [f"{doc.name}: config {s}" for s in said]
             diags.extend(config_problems(doc))
             diags.extend(runs_problems(doc))
+            diags.extend(catalogue_problems(doc))
             diags.extend(archive_problems(doc))
             diags.extend(inline_problems(doc))
             if examples == "all" or (examples == "unshipped" and not layer.shipped):

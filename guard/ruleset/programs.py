@@ -15,6 +15,7 @@ from __future__ import annotations
 import re
 
 from guard.record import dataclass
+from guard.ruleset import catalogue as cat
 
 TYPE_CHECKING = False
 if TYPE_CHECKING:
@@ -44,6 +45,15 @@ class Spec:
     tag_like: str | None = None
     what_flags: tuple[tuple[str, tuple[str, ...]], ...] = ()
     drives_git: tuple[tuple[str, str | None], ...] = ()
+    # the program catalogue (guard/ruleset/catalogue.py): what the program searches, dumps,
+    # copies, writes or sends; reads_operands false: its operands are text or names it never reads
+    searches: cat.Search | None = None
+    dumps_environment: cat.EnvDump | None = None
+    copies: cat.Copy | None = None
+    writes: cat.Write | None = None
+    http: cat.Http | None = None
+    reads_operands: bool = True
+    quiet: bool = False  # the entry says only reads_operands: the program gives no facts of its own
 
     def per_sub(self, table: tuple[tuple[str, Any], ...], sub: str | None, default: Any = None) -> Any:
         for name, v in table:
@@ -81,9 +91,6 @@ HTTP_FACTS = frozenset({"http_method", "forge", "github", "http_write", "url", "
 MEANING_FACTS: dict[str, frozenset[str]] = {
     "git-repository": frozenset({"repo", "repo_path", "configs", "dest", "dest_path", "url", "config_scope",
                                  "config_read"}),
-    "http-curl": HTTP_FACTS,
-    "http-wget": HTTP_FACTS,
-    "http-httpie": HTTP_FACTS,
     "http-inline": HTTP_FACTS,
 }
 # Facts any invocation may have, whatever its program (tokens, credential stores, file writes).
@@ -110,6 +117,8 @@ def possible_facts(spec: Spec | None) -> frozenset[str]:
         out |= CLONE_FACTS
     if spec.meaning:
         out |= MEANING_FACTS.get(spec.meaning, frozenset())
+    if spec.http is not None:
+        out |= HTTP_FACTS
     if spec.sub_files or spec.sub_values or spec.sub_operand_value or spec.sub_refspecs:
         out |= OPERAND_FACTS
     if spec.drives_git:
@@ -132,6 +141,11 @@ def compile_spec(name: str, s: Mapping[str, Any]) -> Spec:
     wa = s.get("what_action", False)
     api = s.get("api")
     clone = s.get("clone")
+
+    def part(key: str, make: Any) -> Any:
+        v = s.get(key)
+        return make(v) if isinstance(v, dict) else None
+
     return Spec(
         program=name,
         subcommand=s.get("subcommand", True) is not False,
@@ -156,7 +170,18 @@ def compile_spec(name: str, s: Mapping[str, Any]) -> Spec:
         what_flags=tuple((str(k), tuple(str(f) for f in v or ())) for k, v in (s.get("what_flags") or {}).items()),
         drives_git=tuple((str(d.get("subcommand")), d.get("action")) for d in s.get("drives_git") or ()
                          if isinstance(d, dict)),
+        searches=part("searches", cat.search),
+        dumps_environment=part("dumps_environment", cat.env_dump),
+        copies=part("copies", cat.copy),
+        writes=part("writes", cat.write),
+        http=part("http", cat.http),
+        reads_operands=s.get("reads_operands", True) is not False,
+        quiet=set(s) <= QUIET_KEYS,
     )
+
+
+# An entry with only these keys gives no facts of its own: its program stays on the quiet way.
+QUIET_KEYS = frozenset({"program", "description", "source", "subcommand", "reads_operands"})
 
 
 def spec_for(program: str, specs: Mapping[str, Spec]) -> tuple[Spec | None, str]:
