@@ -280,8 +280,7 @@ class Http:
     that imply it: curl -T is PUT), ``query`` (the body goes in the query string: GET), ``url``
     (its value is a URL). Request items (httpie): ``method_operand`` (a first operand among
     ``methods`` is the method), ``items`` (a pattern an operand that is a body item matches),
-    ``query_items`` (a substring marking a query item), ``form`` (options that make it a form
-    POST), ``default_scheme`` (program → scheme for a URL written without one)."""
+    ``query_items`` (a substring marking a query item), ``default_scheme`` (program → scheme for a URL written without one)."""
 
     grammar: Grammar
     method: frozenset[str] = frozenset()
@@ -293,7 +292,6 @@ class Http:
     methods: frozenset[str] = frozenset()
     items: re.Pattern[str] | None = None
     query_items: str | None = None
-    form: frozenset[str] = frozenset()
     default_scheme: tuple[tuple[str, str], ...] = ()
 
 
@@ -310,7 +308,6 @@ def http(d: Mapping[str, Any]) -> Http:
         frozenset(str(m).upper() for m in d.get("methods") or ()),
         re.compile(items) if isinstance(items, str) else None,
         d.get("query_items"),
-        _fs(d.get("form")),
         tuple((str(k), str(v)) for k, v in (d.get("default_scheme") or {}).items()),
     )
 
@@ -343,8 +340,6 @@ def request(program: str, args: tuple[str, ...] | list[str], h: Http) -> Request
             get = True
         elif o in h.url:
             urls.append(v or "")
-        elif o in h.form:
-            data = True
         else:
             for m, opts in h.implies:
                 if o in opts and implied is None:
