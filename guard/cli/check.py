@@ -191,8 +191,10 @@ def _env_pairs(pairs: Sequence[str]) -> dict[str, str]:
 def _base_context(ns: argparse.Namespace) -> Context:
     env = dict(os.environ)
     env.update(_env_pairs(ns.env))
+    from guard.ruleset.paths import entry_path
+
     for r in ns.rules:
-        if not os.path.exists(r):
+        if not os.path.exists(entry_path(r)):
             raise ValueError(f"--rules {r}: no such file or folder")
     rules = tuple(ns.rules) or None
     extra = tuple(p for p in env.get("GUARD_RULES", "").split(":") if p)

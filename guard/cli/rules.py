@@ -13,6 +13,7 @@ from guard.engine import rule_examples
 from guard.ruleset.actions import effective, mode_of
 from guard.ruleset.compile import compile_files, compile_for_load
 from guard.ruleset.layers import Layer, display, rule_layers
+from guard.ruleset.paths import entry_path
 
 USAGE = "usage: guard rules list|lint|test [PATH…]"
 
@@ -36,7 +37,7 @@ def target(paths: list[str], env: Mapping[str, str]) -> Target:
         only = {f.resolve() for layer in layers[1:] for f in layer.files}
         return Target(layers, only)
     extra = tuple(p for p in env.get("GUARD_RULES", "").split(":") if p)
-    missing = [p for p in extra if not os.path.exists(p)]
+    missing = [p for p in extra if not os.path.exists(entry_path(p))]
     if config and not os.path.exists(config):
         missing.append(config)
     return Target(rule_layers(extra, config), None, missing)
@@ -177,7 +178,7 @@ def main(argv: list[str]) -> int:
         if p.startswith("-"):
             print(f"guard: rules {sub}: unknown option {p}; {USAGE}", file=sys.stderr)
             return 2
-        if not os.path.exists(p):
+        if not os.path.exists(entry_path(p)):
             print(f"guard: rules {sub}: {p}: no such file or folder", file=sys.stderr)
             return 2
     t = target(paths, os.environ)

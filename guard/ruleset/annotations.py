@@ -71,7 +71,7 @@ def expand(paths: Iterable[str | os.PathLike[str]]) -> list[Path]:
 
     out: list[Path] = []
     for p in paths:
-        path = Path(p)
+        path = Path(rulepaths.entry_path(os.fspath(p)))
         if path.is_dir():
             out.extend(sorted(q for q in path.rglob("*") if q.suffix in (".yaml", ".yml") and q.is_file()))
         else:

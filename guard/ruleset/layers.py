@@ -42,8 +42,10 @@ def rule_layers(extra: tuple[str, ...], config_path: str | None) -> list[Layer]:
 
     base = shipped_rules_dir()
     layers = [tree_layer(base, "rules/")]
+    from guard.ruleset.paths import entry_path
+
     for p in extra:
-        path = Path(p)
+        path = Path(entry_path(p))
         if path.is_dir():
             found = {q for q in path.rglob("*") if q.suffix in (".yaml", ".yml") and q.is_file()}
             layers.append(Layer(p, tuple(sorted(found))))

@@ -23,6 +23,15 @@ def shipped_dir() -> str | None:
     return None
 
 
+def entry_path(p: str) -> str:
+    """A ``GUARD_RULES`` entry as a path: ``@NAME`` is ``rules/packs/NAME.yaml``, a pack shipped
+    with guard that is off until an operator names it."""
+    if p.startswith("@") and "/" not in p:
+        base = shipped_dir()
+        return os.path.join(base, "packs", p[1:] + ".yaml") if base is not None else p
+    return p
+
+
 def command_rule_files(extra: tuple[str, ...], config_path: str | None, folders: bool = False) -> list[str] | None:
     """The files of the shipped layer (config, program specs, command rules), then each file of
     ``extra`` (GUARD_RULES), then the config file. A folder in ``extra`` gives None, or with
@@ -37,7 +46,7 @@ def command_rule_files(extra: tuple[str, ...], config_path: str | None, folders:
         except OSError:
             if sub == "commands":
                 return None
-    for p in extra:
+    for p in map(entry_path, extra):
         if os.path.isdir(p):
             if not folders:
                 return None
@@ -82,7 +91,7 @@ def expand(paths: Iterable[str | os.PathLike[str]]) -> list[str]:
     """Files as given; folders become their ``.yaml``/``.yml`` files, recursively, sorted."""
     out: list[str] = []
     for p in paths:
-        p = os.fspath(p)
+        p = entry_path(os.fspath(p))
         if os.path.isdir(p):
             found = [os.path.join(d, n) for d, _, names in os.walk(p) for n in names
                      if n.endswith((".yaml", ".yml")) and os.path.isfile(os.path.join(d, n))]

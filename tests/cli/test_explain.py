@@ -27,8 +27,8 @@ def explain_json(command: str, *extra: str) -> dict:
     return json.loads(p.stdout)
 
 
-def facts_of(command: str, program: str) -> dict:
-    obj = explain_json(command)
+def facts_of(command: str, program: str, *extra: str) -> dict:
+    obj = explain_json(command, *extra)
     return next(i["facts"] for i in obj["invocations"] if i["facts"]["program"] == program)
 
 
@@ -47,11 +47,13 @@ def test_git_dash_c_push_facts_place_the_repository() -> None:
 
 
 def test_curl_post_to_gitlab_facts() -> None:
-    f = facts_of("curl -X POST https://gitlab.com/api/v4/projects", "curl")
+    f = facts_of("curl -X POST https://gitlab.com/api/v4/projects", "curl", "--rules", "@gitlab")
     assert f["http_method"] == "POST" and f["http_write"] is True and f["forge"] == "gitlab"
     assert f["http_path"] == "/api/v4/projects" and f["url"] == "https://gitlab.com/api/v4/projects"
-    get = facts_of("curl https://gitlab.com/api/v4/projects", "curl")
+    get = facts_of("curl https://gitlab.com/api/v4/projects", "curl", "--rules", "@gitlab")
     assert get["http_method"] == "GET" and get["http_write"] is False
+    off = facts_of("curl -X POST https://gitlab.com/api/v4/projects", "curl")  # the pack is off by default
+    assert off["http_method"] == "POST" and off["forge"] == "" and off["http_write"] is False
 
 
 def test_token_read_fact() -> None:

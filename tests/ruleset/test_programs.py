@@ -84,13 +84,39 @@ def test_glab_api_is_an_http_call_to_gitlab() -> None:
     ("echo $GITLAB_TOKEN", "token-variable"), ("echo $CI_JOB_TOKEN", "token-variable"), ("echo $GL_TOKEN", "token-variable"),
 ])
 def test_the_gitlab_pack_refuses_writes_and_token_searches(command, rule) -> None:
-    assert verdict(command) == ("refuse", rule)
+    assert verdict(command, ("@gitlab",)) == ("refuse", rule)
 
 
 @pytest.mark.parametrize("command", ["glab mr list", "glab mr view 3", "glab api projects/1",
                                      "curl https://gitlab.com/api/v4/projects/1", "glab repo clone g/p /tmp/p"])
 def test_the_gitlab_pack_allows_reads(command) -> None:
-    assert verdict(command)[0] == "allow"
+    assert verdict(command, ("@gitlab",))[0] == "allow"
+
+
+@pytest.mark.parametrize("command", ["curl -s -X POST https://gitlab.com/api/v4/projects -d name=x",
+                                     "http POST gitlab.com/api/v4/projects/1/issues title=x", "glab mr create --fill",
+                                     "glab api -X PUT projects/1", "curl -X POST https://gitlab.com/oauth/token -d x"])
+def test_without_the_gitlab_pack_publishing_to_gitlab_is_not_refused(command) -> None:
+    """SPEC limits publish refusals to GitHub hosts by default: the GitLab forge is off until
+    GUARD_RULES names its pack."""
+    assert verdict(command) == ("allow", None)
+
+
+def test_the_shipped_packs_lint_and_pass_their_examples() -> None:
+    """A pack is off by default, so CI's guard rules test of the shipped set does not run its
+    examples: each is named (@NAME) and run here."""
+    packs = sorted(p.stem for p in (rlayers.shipped_rules_dir() / "packs").glob("*.yaml"))
+    assert "gitlab" in packs
+    for name in packs:
+        for sub in ("lint", "test"):
+            p = subprocess.run([guard_bin(), "rules", sub, f"@{name}"], capture_output=True, text=True, timeout=120)
+            assert p.returncode == 0, (name, sub, p.stdout[-2000:], p.stderr)
+
+
+@pytest.mark.parametrize("command,rule", [("echo $GITLAB_TOKEN", "token-variable"), ("glab auth token", "glab-auth"),
+                                          ("grep -rn glpat- ~", "token-pattern-search")])
+def test_without_the_gitlab_pack_a_gitlab_token_search_is_still_one(command, rule) -> None:
+    assert verdict(command) == ("refuse", rule)
 
 
 def test_no_python_module_of_the_pipeline_names_gitlab_or_glab() -> None:

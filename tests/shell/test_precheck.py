@@ -143,10 +143,10 @@ def test_every_rule_example_gets_the_same_verdict_through_guard_shell_as_through
     f = tmp_path / "mine.yaml"
     f.write_text(USER_RULES.split("  - id: no-loose-grep")[0])
     monkeypatch.setenv("XDG_CACHE_HOME", str(tmp_path / "cache"))
-    monkeypatch.setenv("GUARD_RULES", str(f))
+    monkeypatch.setenv("GUARD_RULES", f"{f}:@gitlab")
     monkeypatch.setattr(loader, "_memo", {})
     monkeypatch.setattr(loader, "_loaded", {})
-    examples = _examples((str(f),))
+    examples = _examples((str(f), "@gitlab"))
     assert {"no-touch", "git-push", "glab-mr-create"} <= {e[0] for e in examples}
     assert len(examples) > 150
     env = {**os.environ, "HOME": "/root"}

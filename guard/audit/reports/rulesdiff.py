@@ -56,9 +56,10 @@ def rule_set(paths: list[str]) -> Any:
     from guard.engine import rule_examples
     from guard.ruleset import layers as rulelayers
     from guard.ruleset import load as loader
+    from guard.ruleset.paths import entry_path
 
     for p in paths:
-        if not os.path.exists(p):
+        if not os.path.exists(entry_path(p)):
             raise UsageError(f"{p}: no such file or folder")
     whole = [p for p in paths if os.path.isdir(p) and os.path.isfile(os.path.join(p, "config.yaml"))]
     if not whole:
