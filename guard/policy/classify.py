@@ -69,7 +69,7 @@ def world_of(ctx: Context, rs: RuleSet) -> World:
         return last[3]
     d = derived(rs)
     world = World(trees=ctx.trees, env=ctx.env, forges=d.forges, token_vars=d.token_vars,
-                  token_prefixes=d.token_prefixes, programs=d.programs, named=d.named, read_all=d.read_all,
+                  token_prefixes=d.token_prefixes, token_words=d.token_words, programs=d.programs, named=d.named, read_all=d.read_all,
                   stores=d.stores)
     _last_world[:] = (rs, ctx.env, ctx.trees, world)
     return world

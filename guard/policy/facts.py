@@ -40,6 +40,7 @@ class World:
     forges: tuple[Forge, ...]
     token_vars: frozenset[str]
     token_prefixes: PrefixSearch | None  # config token_prefixes, each letter also as a [class] holding it
+    token_words: re.Pattern[str] | None  # config token_words: what a search of the environment hunts
     programs: Mapping[str, Spec]
     named: frozenset[str]  # programs some rule names
     read_all: bool = False  # a rule naming no program wants args or flags: read every program's
@@ -79,13 +80,7 @@ def _combine(*places: str | None) -> str:
 
 # ----------------------------------------------------------------------------- git
 
-CONFIG_READ = frozenset({"--get", "--get-all", "--get-regexp", "--get-urlmatch", "--list", "-l", "--show-origin",
-                         "--show-scope", "get", "list"})
-CONFIG_WRITE = frozenset({"--unset", "--unset-all", "--add", "--replace-all", "--remove-section", "--rename-section",
-                          "-e", "--edit"})
-
-
-def git_repository(inv: Invocation, r: Reading, world: World) -> dict:
+def git_repository(inv: Invocation, r: Reading, world: World, spec: Spec = NO_SPEC_READER) -> dict:
     """Where a git invocation's repository lies (cwd, ``-C``, ``--git-dir``, ``--work-tree``,
     ``GIT_DIR``), and what a clone, init, bundle, linked work tree or config write writes."""
     home = world.home
@@ -138,9 +133,12 @@ def git_repository(inv: Invocation, r: Reading, world: World) -> dict:
         dest = pos[1]
     elif sub == "worktree" and pos[:1] == ("add",):
         dest = pos[1] if len(pos) > 1 else None  # a linked work tree holds a .git file
-    elif sub == "config":
-        facts["config_read"] = bool(flags & CONFIG_READ) or (pos[:1] and pos[0] in ("get", "list")) or (
-            len(pos) == 1 and not flags & CONFIG_WRITE)
+    reads_only = spec.per_sub(spec.sub_reads_only, sub)
+    if reads_only is not None:
+        options, actions, unless = reads_only
+        facts["config_read"] = bool(flags & options) or (pos[:1] and pos[0] in actions) or (
+            len(pos) == 1 and not flags & unless)
+    if sub == "config":
         if "--global" in flags:
             facts["config_scope"] = "global"
             xdg = env.get("XDG_CONFIG_HOME")
@@ -305,7 +303,6 @@ def http_facts(inv: Invocation, spec: Spec, world: World) -> dict:
 
 # ----------------------------------------------------------------------------- tokens
 
-TOKENISH = re.compile(r"token|\btok|secret|github|\bgh|pat\b|_pat|key|auth|cred|passw", re.I)
 
 
 def _entry(program: str, world: World) -> Spec | None:
@@ -316,6 +313,11 @@ def _entry(program: str, world: World) -> Spec | None:
 def _searches(program: str, world: World) -> bool:
     spec = world.programs.get(program.rsplit("/", 1)[-1])
     return spec is not None and spec.searches is not None
+
+
+def _searching_sub(argv: tuple[str, ...], spec: Spec) -> bool:
+    """The invocation runs one of the spec's searching subcommands (git grep)."""
+    return read(argv, spec).subcommand in spec.sub_searches
 
 
 def token_facts(inv: Invocation, world: World) -> dict:
@@ -336,12 +338,13 @@ def token_facts(inv: Invocation, world: World) -> dict:
         facts["token_ref"] = True
     if dump is not None and inv.pipe_to and cat.dumps_environment(args, dump):
         for nxt in inv.pipe_to:
-            if nxt and _searches(nxt[0], world) and any(TOKENISH.search(a) for a in nxt[1:]):
+            if nxt and _searches(nxt[0], world) and world.token_words is not None and any(
+                    world.token_words.search(a) for a in nxt[1:]):
                 facts["env_search"] = True
     if (spec is None or spec.reads_operands) and _names_a_store(inv, world):
         facts["cred_store"] = True
     search = spec.searches if spec is not None else None
-    if search is not None or (prog == "git" and "grep" in args[:3]):
+    if search is not None or (spec is not None and spec.sub_searches and _searching_sub(inv.argv, spec)):
         # one search over all the words first: a match inside one word is a match in them joined,
         # and most searches (grep -rn def src) have none
         prefixes = world.token_prefixes
@@ -622,7 +625,7 @@ def facts_for(inv: Invocation, world: World) -> dict:
         r = read(read_as.argv, spec)
         facts.update(reader_facts(r, spec))
         if spec.meaning == "git-repository" or (spec.drives_git and _drives_git(spec, facts)):
-            facts.update(git_repository(read_as, r, world))
+            facts.update(git_repository(read_as, r, world, spec))
         elif spec.meaning is not None or spec.http is not None:
             facts.update(http_facts(read_as, spec, world))
         if spec.api is not None and r.subcommand == spec.api_option("subcommand"):

@@ -37,9 +37,11 @@ class Grammar:
     ends_files: frozenset[str] = frozenset()
 
 
-def grammar(d: Mapping[str, Any]) -> Grammar:
+def grammar(d: Mapping[str, Any], *valued: str) -> Grammar:
+    """The grammar a catalogue key states; the options of its ``valued`` keys take a value too
+    (a body option's value is the body)."""
     return Grammar(
-        _fs(d.get("with_value")),
+        _fs(d.get("with_value")).union(*(_fs(d.get(k)) for k in valued)),
         _fs(d.get("two_values")),
         _fs(d.get("attached_value")),
         d.get("clusters", True) is not False,
@@ -109,7 +111,11 @@ class Search:
 
 
 def search(d: Mapping[str, Any]) -> Search:
-    return Search(grammar(d), _fs(d.get("pattern_options")), d.get("pattern_operand", True) is not False)
+    return Search(
+        grammar(d, "pattern_options"),
+        _fs(d.get("pattern_options")),
+        d.get("pattern_operand", True) is not False,
+    )
 
 
 def searched_files(args: tuple[str, ...] | list[str], s: Search) -> list[str]:
@@ -181,7 +187,7 @@ class Copy:
 
 def copy(d: Mapping[str, Any]) -> Copy:
     return Copy(
-        grammar(d),
+        grammar(d, "target_directory", "exclude_options", "filter_options"),
         _fs(d.get("target_directory")),
         d.get("one_operand") == "into-cwd",
         bool(d.get("remote")),
@@ -298,7 +304,7 @@ class Http:
 def http(d: Mapping[str, Any]) -> Http:
     items = d.get("items")
     return Http(
-        grammar(d),
+        grammar(d, "method", "body", "url"),
         _fs(d.get("method")),
         _fs(d.get("body")),
         tuple((str(m).upper(), _fs(o)) for m, o in (d.get("implies") or {}).items()),

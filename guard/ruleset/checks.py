@@ -4,6 +4,7 @@ placeholder, a fact the named program never has, an annotation pattern RE2 rejec
 from __future__ import annotations
 
 import json
+import re
 import string
 from collections.abc import Mapping
 from dataclasses import dataclass
@@ -169,6 +170,14 @@ def config_problems(doc: Doc) -> list[Diagnostic]:
                 prob = template_problem(text, TOOL_PLACEHOLDERS)
                 if prob:
                     out.append(doc.diag(("config", "tools", name), prob[1], prob[0]))
+    for key in ("token_words", "token_words+"):
+        words = cfg.get(key) if isinstance(cfg, dict) else None
+        for k, w in enumerate(words if isinstance(words, list) else []):
+            if isinstance(w, str):
+                try:
+                    re.compile(w)
+                except re.error as e:
+                    out.append(doc.diag(("config", key, k), f"not a regular expression: {e}", "bad-config"))
     return out
 
 

@@ -24,7 +24,7 @@ if TYPE_CHECKING:
 class Derived:
     """What the stages read from ``rs`` (see the module's docstring)."""
 
-    __slots__ = ("rs", "forges", "token_vars", "token_prefixes", "programs", "named", "read_all", "precheck", "categories",
+    __slots__ = ("rs", "forges", "token_vars", "token_prefixes", "token_words", "programs", "named", "read_all", "precheck", "categories",
                  "writes", "default_exempt", "trees", "stores")
 
     def __init__(self, rs: RuleSet) -> None:
@@ -34,6 +34,7 @@ class Derived:
         self.forges: tuple[Forge, ...] = forges_of(rs.config)
         self.token_vars = frozenset(rs.config.get("token_vars") or ())
         self.token_prefixes = prefix_search(rs.config.get("token_prefixes") or ())
+        self.token_words = words_search(rs.config.get("token_words") or ())
         self.stores = Stores(rs.config.get("credential_stores") or ())
         self.programs: Mapping[str, Spec] = compile_specs(rs.programs)
         self.named = frozenset(p for r in rs.rules for p in _as_list(r.match.get("program")))
@@ -65,6 +66,20 @@ def forges_of(config: Mapping[str, Any]) -> tuple[Forge, ...]:
         out.append(Forge(name, tuple(h.lower() for h in hosts), tuple(f.get("api_paths") or ()),
                          tuple(f.get("token_paths") or ())))
     return tuple(out)
+
+
+def words_search(words: Iterable[str]) -> re.Pattern[str] | None:
+    """The config's ``token_words`` as one case-blind pattern (None: none given, or one that is not
+    a pattern, which lint reports)."""
+    import re
+
+    words = [str(w) for w in words]
+    if not words:
+        return None
+    try:
+        return re.compile("|".join(f"(?:{w})" for w in words), re.I)
+    except re.error:
+        return None
 
 
 class PrefixSearch:
@@ -128,9 +143,10 @@ def _plan(rs: RuleSet, named: frozenset[str]) -> planfile.Plan:
     rule naming no program wants a fact the watched fragments do not cover."""
     cfg = rs.config.get("precheck") or {}
     covers = set(cfg.get("covers") or ())
-    # a program that runs another command (a spec's runs:) or a program in another language (its
-    # inline:) is never plain: what it runs is judged
-    runners = frozenset(name for name, spec in rs.programs.items() if spec.get("runs") or spec.get("inline"))
+    # a program that runs another command (a spec's runs:), a program in another language (its
+    # inline:) or an HTTP client (http:) is never plain: what it runs or sends is judged
+    runners = frozenset(name for name, spec in rs.programs.items()
+                        if spec.get("runs") or spec.get("inline") or spec.get("http"))
     programs = frozenset(cfg.get("programs") or ()) - named - runners
     for r in rs.rules:
         m = r.match

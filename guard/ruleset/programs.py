@@ -53,6 +53,9 @@ class Spec:
     writes: cat.Write | None = None
     http: cat.Http | None = None
     reads_operands: bool = True
+    # (subcommand, (options, first operands, options that make one operand a write)): it only reads
+    sub_reads_only: tuple[tuple[str, tuple[frozenset[str], frozenset[str], frozenset[str]]], ...] = ()
+    sub_searches: frozenset[str] = frozenset()  # subcommands that search the files they name (git grep)
     quiet: bool = False  # the entry says only reads_operands: the program gives no facts of its own
 
     def per_sub(self, table: tuple[tuple[str, Any], ...], sub: str | None, default: Any = None) -> Any:
@@ -176,6 +179,10 @@ def compile_spec(name: str, s: Mapping[str, Any]) -> Spec:
         writes=part("writes", cat.write),
         http=part("http", cat.http),
         reads_operands=s.get("reads_operands", True) is not False,
+        sub_reads_only=tuple((str(k), (_fs(v["reads_only"].get("options")), _fs(v["reads_only"].get("actions")),
+                                       _fs(v["reads_only"].get("one_operand_unless"))))
+                             for k, v in subs.items() if isinstance(v, dict) and isinstance(v.get("reads_only"), dict)),
+        sub_searches=frozenset(str(k) for k, v in subs.items() if isinstance(v, dict) and v.get("searches") is True),
         quiet=set(s) <= QUIET_KEYS,
     )
 
