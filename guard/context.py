@@ -45,6 +45,9 @@ class Context:
     # table), filled from the rule set the same way: a new language is YAML.
     interpreters: Mapping[str, Mapping[str, object]] = field(default_factory=dict)
     dialects: Mapping[str, Mapping[str, object]] = field(default_factory=dict)
+    # The whole catalogue, compiled (program name → its spec): what the resolver asks of a
+    # program beyond what it runs (which options leave .git out of an archive). Filled by the engine.
+    catalogue: Mapping[str, object] = field(default_factory=dict)
 
     @property
     def home(self) -> str:

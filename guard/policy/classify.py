@@ -31,12 +31,13 @@ def effective_context(ctx: Context, rs: RuleSet) -> Context:
     runs = runs_of(rs)
     archives = runs_of(rs, "archive")
     interpreters = runs_of(rs, "inline")
+    catalogue = derived(rs).programs
     if trees == ctx.trees and strict == ctx.strict and runs is ctx.runs and archives is ctx.archives \
-            and interpreters is ctx.interpreters and rs.dialects is ctx.dialects:
+            and interpreters is ctx.interpreters and rs.dialects is ctx.dialects and catalogue is ctx.catalogue:
         out = ctx
     else:
         out = replace(ctx, trees=trees, strict=strict, runs=runs, archives=archives, interpreters=interpreters,
-                      dialects=rs.dialects)
+                      dialects=rs.dialects, catalogue=catalogue)
     _last_effective[:] = (ctx, rs, out)
     return out
 

@@ -355,14 +355,14 @@ def token_facts(inv: Invocation, world: World) -> dict:
                 paths.join(inv.cwd, a, world.home).rstrip("/") in (world.home.rstrip("/"), world.home.rstrip("/") + "/.config")
                 for a in (cat.searched_files(args, search) if search is not None else args) if not a.startswith("-")):
             facts["token_grep"] = True  # gh keeps its token as oauth_token in ~/.config/gh/hosts.yml
-    if prog in ("find", "bfs"):  # bfs: find's options (Claude Code runs its own binary as bfs)
+    finds = spec.finds if spec is not None else None
+    if finds is not None:  # find -name .netrc: looking for a credential store by its name
         from fnmatch import fnmatchcase
 
-        for k, a in enumerate(args[:-1]):
-            if a in ("-path", "-wholename", "-ipath", "-name", "-iname"):
-                pat = args[k + 1]
-                if world.stores.spelled(pat) and any(fnmatchcase(t, pat if "path" in a or "whole" in a else "*/" + pat) for t in world.stores.samples(world.home)):
-                    facts["cred_store"] = True
+        for pat, whole in cat.name_tests(args, finds):
+            if world.stores.spelled(pat) and any(fnmatchcase(t, pat if whole else "*/" + pat)
+                                                 for t in world.stores.samples(world.home)):
+                facts["cred_store"] = True
     return facts
 
 
@@ -411,9 +411,9 @@ def _is_cred_store(arg: str, cwd: str, world: World) -> bool:
 # ----------------------------------------------------------------------------- files
 
 # The programs token_facts and file_facts still test by name: guard's record of an inline
-# environment read, find's name tests, and pip's editable checkouts. facts_for takes its short
-# way only for the others without a catalogue entry.
-_OWN_FACTS = frozenset({KIND_NAMES[ENV_READ], "find", "bfs", "pip", "pip3", "uv"})
+# environment read, and pip's editable checkouts. facts_for takes its short way only for the
+# others without a catalogue entry.
+_OWN_FACTS = frozenset({KIND_NAMES[ENV_READ], "pip", "pip3", "uv"})
 _INSTALLERS = frozenset({"pip", "pip3", "uv"})
 
 

@@ -27,6 +27,8 @@ if TYPE_CHECKING:
     from collections.abc import Callable, Mapping
 
     from guard.context import Context
+
+    from guard.context import Context
     from guard.resolve.state import Walker
 
 SCRIPT_CAP = 512 * 1024
@@ -200,11 +202,11 @@ def identity(argv: tuple[str, ...], st: State, cwd: str, env: dict[str, str | No
     return None
 
 
-def archive_copy(left: Invocation, right: Invocation, home: str) -> tuple[list[str], str] | None:
+def archive_copy(left: Invocation, right: Invocation, home: str, ctx: Context) -> tuple[list[str], str] | None:
     """(sources, destination) when ``left | right`` copies files: tar create to stdout into tar
     extract from stdin, or find's start points into ``cpio -p DEST``."""
     lp, rp = left.program, right.program
-    if _leaves_out_vcs(left.argv):
+    if _leaves_out_vcs(left.argv, ctx):
         return None  # what arrives is plain files: the repository's .git stays behind
     if lp == "tar" and rp == "tar":
         c, x = _tar(left.argv), _tar(right.argv)
@@ -228,35 +230,18 @@ def archive_copy(left: Invocation, right: Invocation, home: str) -> tuple[list[s
     return None
 
 
-def _names_git_dir(pattern: str) -> bool:
-    """Whether a tar --exclude or find -name/-path pattern matches a .git folder."""
-    from fnmatch import fnmatchcase
+def _leaves_out_vcs(argv: tuple[str, ...], ctx: Context) -> bool:
+    """Whether the producing side of a copy leaves version-control folders out, as the program's
+    catalogue entry says: an archiver's ``archive:`` (tar --exclude-vcs, --exclude=.git), or a
+    ``finds:`` entry's pruned or negated .git test (find -name .git -prune)."""
+    from guard.resolve import archives
 
-    p = pattern.strip("'\"")
-    return any(fnmatchcase(c, p) for c in (".git", "./.git", "proj/.git", "/tmp/src/proj/.git")) or p.rstrip("/*") in (
-        ".git", "./.git", "*/.git")
-
-
-def _leaves_out_vcs(argv: tuple[str, ...]) -> bool:
-    """Whether the producing side of a copy leaves version-control folders out: tar's
-    ``--exclude-vcs`` or ``--exclude=.git``, or find pruning or negating a ``.git`` match."""
     prog = basename(argv[0]) if argv else ""
-    args = argv[1:]
-    if prog == "tar":
-        for k, a in enumerate(args):
-            if a == "--exclude-vcs":
-                return True
-            if a.startswith("--exclude=") and _names_git_dir(a[len("--exclude="):]):
-                return True
-            if a == "--exclude" and k + 1 < len(args) and _names_git_dir(args[k + 1]):
-                return True
-        return False
-    if prog == "find":
-        for k, a in enumerate(args[:-1]):
-            if a in ("-name", "-path", "-wholename", "-iname", "-ipath") and _names_git_dir(args[k + 1]):
-                if "-prune" in args[k + 2:k + 4] or (k > 0 and args[k - 1] in ("!", "-not")):
-                    return True
-    return False
+    archive = ctx.archives.get(prog)
+    if archive is not None:
+        return archives.read(argv, archive).leaves_vcs
+    finds = getattr(ctx.catalogue.get(prog), "finds", None)
+    return finds is not None and bool(finds.leaves_vcs(argv[1:]))
 
 
 def _tar(argv: tuple[str, ...]) -> tuple[str, str, str, list[str]] | None:

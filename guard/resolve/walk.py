@@ -229,7 +229,7 @@ class Walker:
     def archive_pipe(self, left: Invocation, right: Invocation, st: State, fr: Frame) -> None:
         """``tar -C /tmp -cf - r | tar -C DEST -xf -`` and ``find r | cpio -pdm DEST`` copy files
         as ``cp -r`` does: said so, a copy of a clone with its .git is seen as one."""
-        copy = programs.archive_copy(left, right, str(st.vars.get("HOME") or "/root"))
+        copy = programs.archive_copy(left, right, str(st.vars.get("HOME") or "/root"), self.ctx)
         if copy is None:
             return
         sources, dest = copy

@@ -222,12 +222,15 @@ def copy_operands(args: tuple[str, ...] | list[str], c: Copy) -> tuple[list[str]
 
 
 def names_git_dir(pattern: str) -> bool:
-    """Whether an exclusion pattern matches a ``.git`` folder (``.git``, ``.git/``, ``*/.git``,
-    ``/.git``, ``.g*``), not a file beside it such as ``.gitignore``."""
+    """Whether an exclusion pattern matches a ``.git`` folder or everything in it (``.git``,
+    ``./.git``, ``.git/``, ``.git/*``, ``*/.git``, ``/.git``, ``.g*``), not a file beside it such
+    as ``.gitignore``."""
     from fnmatch import fnmatchcase
 
     p = pattern.strip("'\"").rstrip("/")
-    for cand in (".git", "proj/.git", "a/b/.git"):
+    if p.rstrip("/*") in (".git", "./.git", "*/.git"):
+        return True
+    for cand in (".git", "./.git", "proj/.git", "a/b/.git"):
         if fnmatchcase(cand, p) or fnmatchcase(cand, p.lstrip("/")):
             return True
     return False
@@ -250,6 +253,43 @@ def excludes_vcs(args: tuple[str, ...] | list[str], c: Copy) -> bool:
             if m and names_git_dir(m.group(1).strip()):
                 return True
     return False
+
+
+@dataclass(frozen=True, slots=True)
+class Find:
+    """``finds:``: a program that walks folders and tests each name (find, bfs). ``name_tests``
+    test the last part of a path, ``path_tests`` the whole path, against the next word; a test that
+    matches ``.git`` followed by one of ``prune`` (or after one of ``negations``) leaves it out."""
+
+    name_tests: frozenset[str] = frozenset()
+    path_tests: frozenset[str] = frozenset()
+    prune: frozenset[str] = frozenset()
+    negations: frozenset[str] = frozenset()
+
+    def leaves_vcs(self, args: tuple[str, ...] | list[str]) -> bool:
+        """Whether what it prints leaves ``.git`` folders out (``-name .git -prune``, ``! -path '*/.git*'``)."""
+        for k, (test, pat) in enumerate(zip(args, args[1:], strict=False)):
+            if test in self.name_tests | self.path_tests and names_git_dir(pat):
+                if any(a in self.prune for a in args[k + 2 : k + 4]) or (
+                    k > 0 and args[k - 1] in self.negations
+                ):
+                    return True
+        return False
+
+
+def find(d: Mapping[str, Any]) -> Find:
+    return Find(
+        _fs(d.get("name_tests")), _fs(d.get("path_tests")), _fs(d.get("prune")), _fs(d.get("negations"))
+    )
+
+
+def name_tests(args: tuple[str, ...] | list[str], f: Find) -> list[tuple[str, bool]]:
+    """(pattern, whether it is matched against the whole path) for each name or path test."""
+    return [
+        (pat, test in f.path_tests)
+        for test, pat in zip(args, args[1:], strict=False)
+        if test in f.name_tests | f.path_tests
+    ]
 
 
 @dataclass(frozen=True, slots=True)
@@ -392,6 +432,10 @@ def example_facts(program: str, argv: tuple[str, ...], entry: Mapping[str, Any])
         c = copy(entry["copies"])
         srcs, dest = copy_operands(args, c)
         out.update(sources=srcs, dest=dest, excludes_vcs=excludes_vcs(args, c))
+    if isinstance(entry.get("finds"), dict):
+        f = find(entry["finds"])
+        out["excludes_vcs"] = f.leaves_vcs(args)
+        out["tests"] = [p for p, _ in name_tests(args, f)]
     if isinstance(entry.get("writes"), dict):
         out["writes"] = written_files(args, write(entry["writes"]))
     if isinstance(entry.get("http"), dict):
@@ -400,7 +444,7 @@ def example_facts(program: str, argv: tuple[str, ...], entry: Mapping[str, Any])
     return out
 
 
-CATALOGUE_KEYS = ("searches", "dumps_environment", "copies", "writes", "http")
+CATALOGUE_KEYS = ("searches", "dumps_environment", "copies", "finds", "writes", "http")
 
 
 def catalogue_problems(doc: Doc) -> list[Diagnostic]:

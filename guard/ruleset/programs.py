@@ -50,6 +50,7 @@ class Spec:
     searches: cat.Search | None = None
     dumps_environment: cat.EnvDump | None = None
     copies: cat.Copy | None = None
+    finds: cat.Find | None = None
     writes: cat.Write | None = None
     http: cat.Http | None = None
     reads_operands: bool = True
@@ -176,6 +177,7 @@ def compile_spec(name: str, s: Mapping[str, Any]) -> Spec:
         searches=part("searches", cat.search),
         dumps_environment=part("dumps_environment", cat.env_dump),
         copies=part("copies", cat.copy),
+        finds=part("finds", cat.find),
         writes=part("writes", cat.write),
         http=part("http", cat.http),
         reads_operands=s.get("reads_operands", True) is not False,

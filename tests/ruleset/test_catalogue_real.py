@@ -145,6 +145,20 @@ def test_a_copy_brings_git_along_unless_the_catalogue_says_it_stays(
     assert (".git" in arrived) is not ex["excludes_vcs"], sorted(arrived)
 
 
+@pytest.mark.parametrize(("program", "part", "ex"), _examples("finds"))
+def test_a_find_prints_git_unless_the_catalogue_says_it_is_left_out(
+    program: str, part: dict, ex: dict, tmp_path: Path
+) -> None:
+    _installed(program)
+    argv = tuple(shlex.split(ex["command"]))
+    assert example_facts(program, argv, {"finds": part})["excludes_vcs"] is ex["excludes_vcs"]
+    _repo(tmp_path / "proj")
+    proc = _run(ex["command"], tmp_path)
+    assert proc.returncode == 0, proc.stderr
+    printed = proc.stdout.splitlines()
+    assert any(p.endswith("/.git") or "/.git/" in p for p in printed) is not ex["excludes_vcs"], printed
+
+
 # ----------------------------------------------------------------------------- writes
 
 
