@@ -410,11 +410,9 @@ def _is_cred_store(arg: str, cwd: str, world: World) -> bool:
 
 # ----------------------------------------------------------------------------- files
 
-# The programs token_facts and file_facts still test by name: guard's record of an inline
-# environment read, and pip's editable checkouts. facts_for takes its short way only for the
-# others without a catalogue entry.
-_OWN_FACTS = frozenset({KIND_NAMES[ENV_READ], "pip", "pip3", "uv"})
-_INSTALLERS = frozenset({"pip", "pip3", "uv"})
+# guard's own record of an environment read by inline code: token_facts looks at it by name.
+# facts_for takes its short way only for the programs without a catalogue entry besides it.
+_OWN_FACTS = frozenset({KIND_NAMES[ENV_READ]})
 
 
 def file_facts(inv: Invocation, world: World) -> dict:
@@ -422,7 +420,8 @@ def file_facts(inv: Invocation, world: World) -> dict:
     spec = _entry(prog, world)
     copies = spec.copies if spec is not None else None
     writes = spec.writes if spec is not None else None
-    if not inv.writes and copies is None and writes is None and prog not in _INSTALLERS:
+    checks_out = spec.checks_out if spec is not None else None
+    if not inv.writes and copies is None and writes is None and checks_out is None:
         return {}  # writes nothing, copies nothing, installs nothing: most invocations
     facts: dict = {}
     home = world.home
@@ -460,17 +459,11 @@ def file_facts(inv: Invocation, world: World) -> dict:
                 if not excluded and prog != "ln" and (made or _holds_repo(s, inv.removed)):
                     facts["repo_copy"] = True
                     facts["dest_path"] = dest_dir
-    if prog in _INSTALLERS and "install" in inv.argv:
-        argv = list(inv.argv)
-        for j, a in enumerate(argv):
-            if a in ("-e", "--editable") and j + 1 < len(argv) and argv[j + 1].startswith("git+"):
-                src = "src"
-                for k, b in enumerate(argv):
-                    if b == "--src" and k + 1 < len(argv):
-                        src = argv[k + 1]
-                full = paths.real(paths.join(inv.cwd, src, home))
-                facts["editable_vcs"] = where(full, world)
-                facts["url"] = argv[j + 1]
+    got = cat.checked_out(args, checks_out) if checks_out is not None else None
+    if got is not None:  # pip install -e git+URL checks the repository out, .git and all
+        full = paths.real(paths.join(inv.cwd, got[1], home))
+        facts["editable_vcs"] = where(full, world)
+        facts["url"] = got[0]
     return facts
 
 

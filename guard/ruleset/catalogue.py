@@ -293,6 +293,43 @@ def name_tests(args: tuple[str, ...] | list[str], f: Find) -> list[tuple[str, bo
 
 
 @dataclass(frozen=True, slots=True)
+class Checkout:
+    """``checks_out:``: an installer that, given one of ``editable`` with a version-control URL
+    (starting with one of ``url_prefixes``) after the word ``after`` (install), checks the
+    repository out, .git and all, into the value of ``folder_option`` (default ``default_folder``)."""
+
+    after: str
+    editable: frozenset[str]
+    url_prefixes: tuple[str, ...]
+    folder_option: frozenset[str]
+    default_folder: str
+
+
+def checkout(d: Mapping[str, Any]) -> Checkout:
+    return Checkout(
+        str(d.get("after", "install")),
+        _fs(d.get("editable")),
+        tuple(str(p) for p in d.get("url_prefixes") or ()),
+        _fs(d.get("folder_option")),
+        str(d.get("default_folder", ".")),
+    )
+
+
+def checked_out(args: tuple[str, ...] | list[str], c: Checkout) -> tuple[str, str] | None:
+    """(the URL, the folder it is checked out into, as written) of an editable VCS install."""
+    if c.after not in args:
+        return None
+    folder = c.default_folder
+    for k, a in enumerate(args[:-1]):
+        if a in c.folder_option:
+            folder = args[k + 1]
+    for k, a in enumerate(args[:-1]):
+        if a in c.editable and args[k + 1].startswith(c.url_prefixes):
+            return args[k + 1], folder
+    return None
+
+
+@dataclass(frozen=True, slots=True)
 class Write:
     """``writes:``: the files a program writes: every operand (``operands: true``: tee, touch,
     mkdir), the value of an ``assignments`` operand (dd's ``of=FILE``)."""
@@ -436,6 +473,10 @@ def example_facts(program: str, argv: tuple[str, ...], entry: Mapping[str, Any])
         f = find(entry["finds"])
         out["excludes_vcs"] = f.leaves_vcs(args)
         out["tests"] = [p for p, _ in name_tests(args, f)]
+    if isinstance(entry.get("checks_out"), dict):
+        got = checked_out(args, checkout(entry["checks_out"]))
+        out["checkout"] = None if got is None else got[1]
+        out["url"] = None if got is None else got[0]
     if isinstance(entry.get("writes"), dict):
         out["writes"] = written_files(args, write(entry["writes"]))
     if isinstance(entry.get("http"), dict):
@@ -444,7 +485,7 @@ def example_facts(program: str, argv: tuple[str, ...], entry: Mapping[str, Any])
     return out
 
 
-CATALOGUE_KEYS = ("searches", "dumps_environment", "copies", "finds", "writes", "http")
+CATALOGUE_KEYS = ("searches", "dumps_environment", "copies", "finds", "checks_out", "writes", "http")
 
 
 def catalogue_problems(doc: Doc) -> list[Diagnostic]:

@@ -51,6 +51,7 @@ class Spec:
     dumps_environment: cat.EnvDump | None = None
     copies: cat.Copy | None = None
     finds: cat.Find | None = None
+    checks_out: cat.Checkout | None = None
     writes: cat.Write | None = None
     http: cat.Http | None = None
     reads_operands: bool = True
@@ -178,6 +179,7 @@ def compile_spec(name: str, s: Mapping[str, Any]) -> Spec:
         dumps_environment=part("dumps_environment", cat.env_dump),
         copies=part("copies", cat.copy),
         finds=part("finds", cat.find),
+        checks_out=part("checks_out", cat.checkout),
         writes=part("writes", cat.write),
         http=part("http", cat.http),
         reads_operands=s.get("reads_operands", True) is not False,
