@@ -148,3 +148,31 @@ def test_an_http_request_names_an_explicit_method_over_an_implied_one() -> None:
     )
     assert request("curl", ["-T", "f", "-X", "POST", "u"], h).method == "POST"
     assert request("curl", ["-T", "f", "-I", "u"], h).method == "PUT"
+
+
+@pytest.mark.parametrize(
+    "command,want",
+    [
+        (
+            "rsync -aC {repo}/ .",
+            ("allow", None),
+        ),  # -C's list holds .git/ (rsync(1)); run for real in test_catalogue_real
+        ("rsync -a --exclude .gitignore {repo}/ .", ("refuse", "repo-copy-into-tree")),  # .git still travels
+        ("cp -rt . {repo}", ("refuse", "repo-copy-into-tree")),  # -t DIR in a cluster names the destination
+        ("touch -r .git/HEAD x", ("allow", None)),  # -r's value is read, not written
+        ("env -u HOME | grep -i secret", ("refuse", "env-search")),  # -u's value is no command
+        (
+            "git -C /tmp/x -c a=b grep ghp_",
+            ("refuse", "token-pattern-search"),
+        ),  # git's grep subcommand, read by its spec
+        (
+            "http -a u:p POST api.github.com/repos/o/r/issues t=x",
+            ("refuse", "http-github-write"),
+        ),  # -a's value is no URL
+        ("http -f api.github.com/repos/o/r", ("allow", None)),  # HTTPie sends a form without fields with GET
+    ],
+)
+def test_verdicts_follow_the_programs_own_grammar(command: str, want: tuple, tmp_path: Path) -> None:
+    repo = tmp_path / "r"
+    (repo / ".git").mkdir(parents=True)
+    assert verdict(command.format(repo=repo)) == want
