@@ -27,8 +27,6 @@ if TYPE_CHECKING:
     from collections.abc import Callable, Mapping
 
     from guard.context import Context
-
-    from guard.context import Context
     from guard.resolve.state import Walker
 
 SCRIPT_CAP = 512 * 1024

@@ -72,6 +72,7 @@ def compile_files(layers: list[Layer], *, examples: str = "all", run: Runner | N
     digest = hashlib.sha256()
     ordered: list[Doc] = []
     for n, layer in enumerate(layers):
+        specified: dict[str, str] = {}  # program → where this layer specified it
         for f in layer.files:
             doc = docs.get(f) or read_doc(f)
             docs[f] = doc
@@ -109,6 +110,12 @@ def compile_files(layers: list[Layer], *, examples: str = "all", run: Runner | N
                     if isinstance(spec, dict) and ("programs", i) not in bad:
                         names = spec.get("program")
                         for name in names if isinstance(names, list) else [names]:
+                            if str(name) in specified:  # one layer, one entry: a second would replace it whole
+                                diags.append(doc.diag(("programs", i, "program"), f"{name!r} is specified again; "
+                                                      f"{specified[name]} already does, and a later entry "
+                                                      "replaces it whole: put its keys in that entry",
+                                                      "duplicate-program"))
+                            specified[str(name)] = f"{doc.name}:{doc.at(('programs', i))[0]}"
                             programs[str(name)] = {k: v for k, v in spec.items() if k not in ("program", "description")}
             items = doc.data.get("annotations")
             if isinstance(items, list) and ("annotations",) not in bad:
