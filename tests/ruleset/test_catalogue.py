@@ -176,3 +176,18 @@ def test_verdicts_follow_the_programs_own_grammar(command: str, want: tuple, tmp
     repo = tmp_path / "r"
     (repo / ".git").mkdir(parents=True)
     assert verdict(command.format(repo=repo)) == want
+
+
+def test_a_program_specified_twice_in_one_layer_is_a_mistake(tmp_path: Path) -> None:
+    """A later entry replaces an earlier one whole, so two entries of one layer (awk's inline: in one
+    file, its searches: in another) would silently lose one: lint names both places."""
+    f = tmp_path / "mine.yaml"
+    f.write_text(
+        "programs:\n  - program: mygrep\n    subcommand: false\n"
+        "  - program: [other, mygrep]\n    searches: {}\n"
+    )
+    p = lint(f)
+    assert p.returncode == 1 and "'mygrep' is specified again" in p.stdout and "mine.yaml:2" in p.stdout
+    g = tmp_path / "later.yaml"
+    g.write_text("programs:\n  - program: awk\n    subcommand: false\n")  # a later layer may replace one
+    assert lint(g).returncode == 0
