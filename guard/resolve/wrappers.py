@@ -36,9 +36,12 @@ def basename(prog: str) -> str:
 
 
 def _skip_opts(
-    argv: tuple[str, ...], i: int, with_arg: set[str], long_with_arg: set[str] = frozenset()
+    argv: tuple[str, ...], i: int, with_arg: set[str], long_with_arg: set[str] = frozenset(),
+    counts: Mapping[str, int] | None = None,
 ) -> int:
-    """Index of the first operand after options starting at ``i``."""
+    """Index of the first operand after options starting at ``i``; an option in ``counts`` takes
+    that many words (bwrap --bind SRC DEST), not one."""
+    counts = counts or {}
     while i < len(argv):
         a = argv[i]
         if a == "--":
@@ -47,12 +50,12 @@ def _skip_opts(
             return i
         if a.startswith("--"):
             name = a.split("=", 1)[0]
-            i += 2 if (name in long_with_arg and "=" not in a) else 1
+            i += 1 + counts.get(name, 1) if (name in long_with_arg and "=" not in a) else 1
             continue
         # clustered short options: -nu USER: the first option taking an argument ends the cluster
         for j, ch in enumerate(a[1:], start=1):
             if "-" + ch in with_arg:
-                i += 1 if j < len(a) - 1 else 2
+                i += 1 if j < len(a) - 1 else 1 + counts.get("-" + ch, 1)
                 break
         else:
             i += 1
@@ -319,7 +322,8 @@ def _skip_words(argv: tuple[str, ...], i: int, takes: set[str]) -> int:
 _PLACEHOLDER = re.compile(r"\{(?:/|//|\.|/\.)?\}")
 
 
-def _option_value(words: tuple[str, ...], names: tuple[str, ...], takes: set[str]) -> str | None:
+def _option_value(words: tuple[str, ...], names: tuple[str, ...], takes: set[str],
+                  counts: Mapping[str, int] | None = None) -> str | None:
     """The value of the first of the options ``names`` in ``words``, as getopt reads them, up to
     ``--``: ``-c X``, ``-cX``, at the end of a cluster (``-lc X``: letters before it that take
     no value), ``--command X`` or ``--command=X``. Options in ``takes`` hide their value."""
@@ -333,7 +337,7 @@ def _option_value(words: tuple[str, ...], names: tuple[str, ...], takes: set[str
             name, eq, val = a.partition("=")
             if name in names:
                 return val if eq else (words[i + 1] if i + 1 < len(words) else None)
-            i += 2 if (name in takes and not eq) else 1
+            i += 1 + (counts or {}).get(name, 1) if (name in takes and not eq) else 1
             continue
         if a.startswith("-") and len(a) > 1:
             for j, ch in enumerate(a[1:], start=1):
@@ -377,6 +381,11 @@ def from_spec(name: str, runs: Mapping[str, Any]) -> Callable[[tuple[str, ...]],
     - ``no_command``: with one of these options it runs nothing (``taskset -p``);
     - ``assignments``: ``NAME=VALUE`` words before the command are its environment (``sudo``);
     - ``cwd_option``: this option's value is the folder the command runs in;
+    - ``cwd_operand``: the folder the command runs in is this operand (1: the first; chroot
+      NEWROOT CMD runs CMD at the new root), unless one of ``keep_cwd`` is given;
+    - ``with_values``: options that take more than one word (bwrap ``--bind SRC DEST``: 2);
+    - ``shell_line_option``: with one of these the words after the options are one shell line
+      (``entr -s``), as ``shell_line`` makes them always;
     - ``whole_word_options``: an option is one word, never a cluster of letters (PowerShell's
       ``-NoProfile``), and one named in ``with_value`` takes the next word.
 
@@ -396,6 +405,14 @@ def from_spec(name: str, runs: Mapping[str, Any]) -> Callable[[tuple[str, ...]],
     runs_operands = runs.get("runs_operands") is not False
     shell_line = bool(runs.get("shell_line"))
     assignments = bool(runs.get("assignments"))
+    counts = {str(k): int(v) for k, v in (runs.get("with_values") or {}).items()}
+    cwd_operand = int(runs.get("cwd_operand") or 0)
+    keep_cwd = tuple(runs.get("keep_cwd") or ())
+    shell_line_option = tuple(runs.get("shell_line_option") or ())
+    if cwd_operand > operands:
+        raise ValueError(f"cwd_operand {cwd_operand} is not one of its {operands} operands")
+    with_value |= {o for o in counts if not o.startswith("--")}
+    long_value |= {o for o in counts if o.startswith("--")}
     takes = with_value | long_value | set(shell_option) | set(cwd_option)
     words = bool(runs.get("whole_word_options"))
     short_takes = {o for o in takes if not o.startswith("--")}
@@ -403,7 +420,7 @@ def from_spec(name: str, runs: Mapping[str, Any]) -> Callable[[tuple[str, ...]],
 
     def value_of(argv: tuple[str, ...], names: tuple[str, ...]) -> str | None:
         if not words:
-            return _option_value(argv, names, takes)
+            return _option_value(argv, names, takes, counts)
         for k, a in enumerate(argv):
             for n in names:
                 if a == n:
@@ -415,7 +432,7 @@ def from_spec(name: str, runs: Mapping[str, Any]) -> Callable[[tuple[str, ...]],
         return None
 
     def skip(argv: tuple[str, ...], i: int) -> int:
-        return _skip_words(argv, i, takes) if words else _skip_opts(argv, i, short_takes, long_takes)
+        return _skip_words(argv, i, takes) if words else _skip_opts(argv, i, short_takes, long_takes, counts)
 
     def handler(argv: tuple[str, ...]) -> Inner | None:
         start, label = 1, via
@@ -448,6 +465,9 @@ def from_spec(name: str, runs: Mapping[str, Any]) -> Callable[[tuple[str, ...]],
             code = value_of(argv[i + shell_after:after], shell_option)
         if code is not None:
             return Inner(f"{label} {shell_option[0]}", shell=code, cwd=cwd)
+        if cwd_operand and cwd_operand <= operands and i + cwd_operand <= len(argv) \
+                and not _given(argv[start:i], keep_cwd):
+            cwd = argv[i + cwd_operand - 1]
         i += operands
         env: dict[str, str | None] = {}
         while assignments and i < len(argv) and "=" in argv[i] and not argv[i].startswith("="):
@@ -456,7 +476,7 @@ def from_spec(name: str, runs: Mapping[str, Any]) -> Callable[[tuple[str, ...]],
             i += 1
         if i >= len(argv):
             return None
-        if shell_line and not _given(argv[start:i], argv_option):
+        if (shell_line and not _given(argv[start:i], argv_option)) or _given(argv[start:i], shell_line_option):
             return Inner(label, shell=" ".join(argv[i:]), env=env, cwd=cwd)
         return Inner(label, argv[i:], env=env, cwd=cwd)
 
