@@ -17,8 +17,9 @@ def cmd_rules(argv: list[str]) -> int:
         from guard.audit.reports.rulesdiff import main as diff
 
         return diff(argv[1:])
-    if not argv or argv[0] not in ("list", "lint", "test", "-h", "--help"):
-        print("guard: usage: guard rules list|lint|test [PATH…] | diff --old PATH… --new PATH… --commands FILE…", file=sys.stderr)
+    if not argv or argv[0] not in ("list", "lint", "test", "draft", "-h", "--help"):
+        print("guard: usage: guard rules list|lint|test [PATH…] | draft PROGRAM… | diff --old PATH… --new PATH… "
+              "--commands FILE…", file=sys.stderr)
         return EXIT_USAGE
     from guard.cli import rules as cli
 
@@ -37,6 +38,7 @@ def main(argv: list[str] | None = None) -> None:
             "  audit [LOG…] [filters] report on refused-command logs\n"
             "  rules list|lint|test   inspect, validate and test rule files\n"
             "  rules diff --old … --new … --commands …  what a rules change would refuse\n"
+            "  rules draft PROGRAM…   a draft runs: entry from a wrapper's own --help and manual\n"
             "  server status|stop     the resident analysis server guard-shell uses\n"
             "  hook HOST              answer an agent host's pre-tool hook (JSON on stdin)\n"
             "  install|uninstall HOST [--scope user|project] [--fail-closed] [--print]  the host's hooks\n"

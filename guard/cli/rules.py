@@ -15,7 +15,8 @@ from guard.ruleset.compile import compile_files, compile_for_load
 from guard.ruleset.layers import Layer, display, rule_layers
 from guard.ruleset.paths import entry_path
 
-USAGE = "usage: guard rules list|lint|test [PATH…]"
+USAGE = "usage: guard rules list|lint|test [PATH…] | guard rules draft PROGRAM…"
+HELP_TIMEOUT = 5.0  # seconds a program's --help, --version or manual may take
 
 
 
@@ -165,11 +166,80 @@ def cmd_list(t: Target, out: Any) -> int:
     return 0
 
 
+def _read(argv: list[str]) -> tuple[bytes, str | None]:
+    """What ``argv`` prints (stdout and stderr), run with no shell, stdin closed, LC_ALL=C and a
+    short timeout; or the reason it could not be read."""
+    import signal
+    import subprocess
+
+    env = {"LC_ALL": "C", "PATH": os.environ.get("PATH", "/usr/bin:/bin"), "MANWIDTH": "100", "HOME": "/nonexistent"}
+    try:
+        p = subprocess.Popen(argv, stdin=subprocess.DEVNULL, stdout=subprocess.PIPE, stderr=subprocess.STDOUT,
+                             env=env, start_new_session=True)
+    except OSError as e:
+        return b"", f"{argv[0]}: {e.strerror or e}"
+    try:
+        out, _ = p.communicate(timeout=HELP_TIMEOUT)
+    except subprocess.TimeoutExpired:
+        os.killpg(p.pid, signal.SIGKILL)  # its own session: what it started goes too
+        p.communicate()
+        return b"", f"{' '.join(argv)} did not finish in {HELP_TIMEOUT:g} s"
+    return out, None
+
+
+def draft_one(program: str) -> tuple[str | None, str | None]:
+    """The draft entry for ``program`` (its --help, --version and manual), or the one-line reason
+    there is none."""
+    import shutil
+
+    from guard.ruleset import draft
+
+    path = shutil.which(program)
+    if path is None:
+        return None, f"{program}: not found on PATH"
+    help_bytes, why = _read([path, "--help"])
+    if why:
+        return None, why
+    if not draft.is_text(help_bytes):
+        return None, f"{program} --help printed no text"
+    help_text = help_bytes.decode("utf-8", "replace")
+    manual = b""
+    if shutil.which("man"):
+        manual, _ = _read(["man", "-P", "cat", os.path.basename(program)])
+        manual = manual if draft.is_text(manual) and b"No manual entry" not in manual[:200] else b""
+    version_bytes, _ = _read([path, "--version"])
+    version_bytes = version_bytes if draft.is_text(version_bytes) else b""
+    version = draft.version_line(version_bytes.decode("utf-8", "replace")) or draft.version_line(help_text)
+    d = draft.draft(os.path.basename(program), help_text, manual.decode("utf-8", "replace"), version)
+    if d.usage is None and not (d.with_value or d.with_values or d.cwd_option or d.shell_option):
+        return None, f"{program} --help shows no usage line and no options"
+    return draft.render(d), None
+
+
+def cmd_draft(programs: list[str], out: Any) -> int:
+    """``guard rules draft PROGRAM…``: a draft ``runs:`` entry per program; 2 if one could not be read."""
+    status = 0
+    for program in programs:
+        text, why = draft_one(program)
+        if why:
+            print(f"guard: rules draft: {why}", file=sys.stderr)
+            status = 2
+        else:
+            print(text, file=out, end="")
+    return status
+
+
 def main(argv: list[str]) -> int:
-    """``guard rules list|lint|test [PATH…]``; ``argv`` starts with the subcommand."""
+    """``guard rules list|lint|test [PATH…]``, ``guard rules draft PROGRAM…``; ``argv`` starts
+    with the subcommand."""
     if any(a in ("-h", "--help") for a in argv):
         print(USAGE)
         return 0
+    if argv and argv[0] == "draft":
+        if len(argv) < 2 or any(a.startswith("-") for a in argv[1:]):
+            print(f"guard: {USAGE}", file=sys.stderr)
+            return 2
+        return cmd_draft(argv[1:], sys.stdout)
     if not argv or argv[0] not in ("list", "lint", "test"):
         print(f"guard: {USAGE}", file=sys.stderr)
         return 2
