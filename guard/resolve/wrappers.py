@@ -409,6 +409,9 @@ def from_spec(name: str, runs: Mapping[str, Any]) -> Callable[[tuple[str, ...]],
     cwd_operand = int(runs.get("cwd_operand") or 0)
     keep_cwd = tuple(runs.get("keep_cwd") or ())
     shell_line_option = tuple(runs.get("shell_line_option") or ())
+    bad = [f"{k}: {v}" for k, v in counts.items() if not k.startswith("-") or not 2 <= v <= 4]
+    if bad:
+        raise ValueError(f"with_values takes options and counts from 2 to 4, not {', '.join(bad)}")
     if cwd_operand > operands:
         raise ValueError(f"cwd_operand {cwd_operand} is not one of its {operands} operands")
     with_value |= {o for o in counts if not o.startswith("--")}
