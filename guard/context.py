@@ -48,6 +48,9 @@ class Context:
     # The whole catalogue, compiled (program name → its spec): what the resolver asks of a
     # program beyond what it runs (which options leave .git out of an archive). Filled by the engine.
     catalogue: Mapping[str, object] = field(default_factory=dict)
+    # The catalogue's task runners (a program spec's ``recipes:``: program name → the file it
+    # reads its recipes from, its format, and which words name the file and the recipes).
+    recipes: Mapping[str, Mapping[str, object]] = field(default_factory=dict)
 
     @property
     def home(self) -> str:

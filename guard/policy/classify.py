@@ -32,12 +32,14 @@ def effective_context(ctx: Context, rs: RuleSet) -> Context:
     archives = runs_of(rs, "archive")
     interpreters = runs_of(rs, "inline")
     catalogue = derived(rs).programs
+    recipes = runs_of(rs, "recipes")
     if trees == ctx.trees and strict == ctx.strict and runs is ctx.runs and archives is ctx.archives \
-            and interpreters is ctx.interpreters and rs.dialects is ctx.dialects and catalogue is ctx.catalogue:
+            and interpreters is ctx.interpreters and rs.dialects is ctx.dialects and catalogue is ctx.catalogue \
+            and recipes is ctx.recipes:
         out = ctx
     else:
         out = replace(ctx, trees=trees, strict=strict, runs=runs, archives=archives, interpreters=interpreters,
-                      dialects=rs.dialects, catalogue=catalogue)
+                      dialects=rs.dialects, catalogue=catalogue, recipes=recipes)
     _last_effective[:] = (ctx, rs, out)
     return out
 

@@ -102,6 +102,9 @@ def run(w: Walker, call: Call) -> tuple[str, ...] | None:
             w.string(code, _child(st, cwd, env), fr, label)
     if prog == "git" and _git_alias(w, Call(argv, st, fr, env, stdin, writes, refs, pos, cwd)):
         return argv
+    if prog in w.ctx.recipes and _recipe_runner(w, argv, st, fr, cwd, env):
+        w.emit(Call(argv, st, fr, env, stdin, writes, refs, pos, cwd), prog)
+        return argv
     if prog in ("npm", "yarn", "pnpm", "make", "gmake") and _project_runner(w, argv, st, fr, cwd, env, stdin):
         w.emit(Call(argv, st, fr, env, stdin, writes, refs, pos, cwd), prog)
         return argv
@@ -141,7 +144,7 @@ _ACTED_ON = frozenset({*NAMED, *WRAPPERS, *SHELLS, "eval", "trap", "mapfile", "r
 def plain_name(name: str, ctx: Context) -> str:
     """``_plain_name``, and no runner or interpreter of the catalogue ``ctx`` was filled from."""
     plain = _plain_name(name)
-    if plain and (plain in ctx.runs or interpreter(plain, ctx.interpreters) is not None):
+    if plain and (plain in ctx.runs or plain in ctx.recipes or interpreter(plain, ctx.interpreters) is not None):
         return ""
     return plain
 
@@ -596,6 +599,23 @@ def _project_runner(
     return True
 
 
+def _recipe_runner(
+    w: Walker, argv: tuple[str, ...], st: State, fr: Frame, cwd: str, env: dict[str, str | None]
+) -> bool:
+    """A task runner the catalogue describes (a program spec's ``recipes:``): analyse the recipes
+    it would run, read from the file the command wrote earlier or from disk, in their folder."""
+    from guard.resolve.recipes import recipes
+
+    got = recipes(w.ctx.recipes[basename(argv[0])], argv, cwd, st.fx.files)
+    if got is None:
+        return False
+    for n in got.notes[:5]:
+        w.sink.note(n)
+    for label, code in got.steps:
+        w.string_in(code, _child(st, got.cwd, env), Frame(fr.via + (label,), fr.depth + 1, "sh"))
+    return True
+
+
 def repository_made(argv: tuple[str, ...], st: State) -> str | None:
     """The folder a ``git clone URL [DIR]`` or ``git init [DIR]`` creates (with its .git), so a
     later copy of it in the same command is known to copy a repository."""
@@ -784,7 +804,31 @@ def _interpreter(
     if code is None:
         return False
     inline_findings(w, str(spec["dialect"]), code, label, st, fr, cwd, env, args)
+    if spec["dialect"] == "python":
+        src = source_of(basename(argv[0]), spec, argv)
+        script = src.text if src is not None and src.kind == "script" else None
+        folder = paths.join(cwd, script, _home(st)).rsplit("/", 1)[0] or "/" if script else cwd
+        _written_imports(w, code, folder, st, fr, cwd, env, set())
     return True
+
+
+def _written_imports(
+    w: Walker, code: str, folder: str, st: State, fr: Frame, cwd: str, env: dict[str, str | None], seen: set[str]
+) -> None:
+    """Modules the command wrote into the folder first on the interpreter's ``sys.path`` (the cwd
+    for ``-c``, the script's folder for a script) and the code imports: their top-level code
+    runs at import, so each is analysed as a script, and so are the modules it imports there."""
+    from guard.resolve.inline.python import imported_modules
+
+    for mod in imported_modules(code):
+        for path in (f"{folder.rstrip('/')}/{mod}.py", f"{folder.rstrip('/')}/{mod}/__init__.py"):
+            if path in seen or path not in st.fx.files or len(seen) >= 16:
+                continue
+            seen.add(path)
+            text = files.strip_nul(st.fx.files[path])
+            inline_findings(w, "python", text, f"import {mod}", st, fr, cwd, env)
+            _written_imports(w, text, folder, st, fr, cwd, env, seen)
+            break
 
 
 def _inline_source(

@@ -144,9 +144,10 @@ def _plan(rs: RuleSet, named: frozenset[str]) -> planfile.Plan:
     cfg = rs.config.get("precheck") or {}
     covers = set(cfg.get("covers") or ())
     # a program that runs another command (a spec's runs:), a program in another language (its
-    # inline:) or an HTTP client (http:) is never plain: what it runs or sends is judged
+    # inline:), an HTTP client (http:) or a task runner (recipes:) is never plain: what it runs or
+    # sends is judged
     runners = frozenset(name for name, spec in rs.programs.items()
-                        if spec.get("runs") or spec.get("inline") or spec.get("http"))
+                        if spec.get("runs") or spec.get("inline") or spec.get("http") or spec.get("recipes"))
     programs = frozenset(cfg.get("programs") or ()) - named - runners
     for r in rs.rules:
         m = r.match

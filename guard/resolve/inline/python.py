@@ -1389,3 +1389,26 @@ def analyze_python(source: str, argv: tuple[str, ...] = ()) -> tuple[list[Findin
     st = _State(argv=argv or None)
     _analyze(source, st)
     return st.findings, st.notes
+
+
+def imported_modules(source: str) -> tuple[str, ...]:
+    """The top-level names of the modules ``source`` imports as it runs (``import a.b`` and
+    ``from a import b`` give ``a``): module-level statements and the blocks inside them, not the
+    bodies of functions or classes, which may never run. Relative imports are left out."""
+    try:
+        tree = ast.parse(source)
+    except (SyntaxError, ValueError, RecursionError):
+        return ()
+    out: list[str] = []
+    todo: list[ast.AST] = [tree]
+    while todo:
+        node = todo.pop()
+        if isinstance(node, ast.Import):
+            out.extend(a.name.split(".", 1)[0] for a in node.names)
+        elif isinstance(node, ast.ImportFrom) and not node.level and node.module:
+            out.append(node.module.split(".", 1)[0])
+        elif isinstance(node, ast.stmt | ast.Module | ast.excepthandler) and not isinstance(
+            node, ast.FunctionDef | ast.AsyncFunctionDef | ast.ClassDef
+        ):
+            todo.extend(reversed([c for c in ast.iter_child_nodes(node) if isinstance(c, ast.stmt | ast.excepthandler)]))
+    return tuple(dict.fromkeys(out))
