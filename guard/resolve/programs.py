@@ -591,7 +591,7 @@ def _project_runner(
         steps = projects.make_recipes(argv, cwd, written=st.fx.files)
         cwd = projects.make_dir(argv, cwd)  # recipes run in make -C's folder
     else:
-        steps = projects.npm_scripts(argv, cwd)
+        steps = projects.npm_scripts(argv, cwd, written=st.fx.files)
     if not steps:
         return False
     for label, code in steps:

@@ -24,8 +24,10 @@ def _read(path: str) -> str | None:
     return files.read_text(path, FILE_CAP)[0]
 
 
-def npm_scripts(argv: tuple[str, ...], cwd: str) -> list[tuple[str, str]] | None:
-    """[(label, shell code)] for ``npm run X`` / ``yarn X`` / ``pnpm X``, with pre/post scripts."""
+def npm_scripts(argv: tuple[str, ...], cwd: str,
+                written: Mapping[str, str] | None = None) -> list[tuple[str, str]] | None:
+    """[(label, shell code)] for ``npm run X`` / ``yarn X`` / ``pnpm X``, with pre/post scripts.
+    A package.json the command wrote earlier (``written``: path → text) is read as written."""
     prog = argv[0].rsplit("/", 1)[-1]
     args: list[str] = []
     skip = False
@@ -51,7 +53,8 @@ def npm_scripts(argv: tuple[str, ...], cwd: str) -> list[tuple[str, str]] | None
     for j, a in enumerate(argv):
         if a in ("--prefix", "-C", "--cwd", "--dir") and j + 1 < len(argv):
             cwd = paths.join(cwd, argv[j + 1])
-    text = _read(cwd.rstrip("/") + "/package.json")
+    path = cwd.rstrip("/") + "/package.json"
+    text = written[path] if written and path in written else _read(path)
     if text is None:
         return None
     try:

@@ -157,14 +157,41 @@ def _missing(shown: str, name: str) -> str:
 
 # ---------------------------------------------------------------------------- just
 
-_JUST_HEAD = re.compile(r"^(@?)([A-Za-z_][A-Za-z0-9_-]*)((?:\s+[^:=]*?)?)\s*:(?!=)\s*(.*)$")
+_JUST_NAME = re.compile(r"@?([A-Za-z_][A-Za-z0-9_-]*)")
 _JUST_SKIP = re.compile(r"^(set|export|alias|import|mod)\b|^[A-Za-z_][A-Za-z0-9_-]*\s*:=")
+
+
+def _just_head(line: str) -> tuple[str, list[str], list[str]] | None:
+    """A recipe line ``NAME PARAM… : DEP…``: its name, parameters and dependencies; the colon
+    that ends it is the first one outside quotes and not part of ``:=``."""
+    m = _JUST_NAME.match(line)
+    if m is None:
+        return None
+    quote = ""
+    for k in range(m.end(), len(line)):
+        c = line[k]
+        if quote:
+            quote = "" if c == quote else quote
+        elif c in "'\"":
+            quote = c
+        elif c == ":" and line[k + 1 : k + 2] != "=":
+            params = shlex.split(line[m.end() : k], posix=True) if "#" not in line[:k] else []
+            deps = [
+                d
+                for d in line[k + 1 :].split("#", 1)[0].split()
+                if re.fullmatch(r"[A-Za-z_][A-Za-z0-9_-]*", d)
+            ]
+            return m.group(1), params, deps
+    return None
 
 
 def just(text: str, names: tuple[str, ...], shown: str) -> tuple[list[tuple[str, str]], list[str]]:
     """A justfile: ``NAME [PARAMS]: [DEPS]`` at the margin, its body indented beneath; the
-    default recipe is the first. Dependencies run first. ``{{…}}`` interpolation is left as is."""
+    default recipe is the first. The operands are a recipe and the arguments its parameters
+    take, then the next recipe; ``NAME=VALUE`` before them sets a variable. Dependencies run
+    first. ``{{…}}`` interpolation is left as is."""
     rules: dict[str, tuple[list[str], list[tuple[int, str]]]] = {}
+    params: dict[str, list[str]] = {}
     order: list[str] = []
     current: str | None = None
     for n, line in enumerate(text.split("\n"), start=1):
@@ -176,13 +203,27 @@ def just(text: str, names: tuple[str, ...], shown: str) -> tuple[list[tuple[str,
         stripped = line.strip()
         if not stripped or stripped.startswith(("#", "[")) or _JUST_SKIP.match(stripped):
             continue
-        m = _JUST_HEAD.match(stripped)
-        if m:
-            current = m.group(2)
-            deps = [d for d in m.group(4).split() if re.fullmatch(r"[A-Za-z_][A-Za-z0-9_-]*", d)]
+        try:
+            head = _just_head(stripped)
+        except ValueError:  # an unbalanced quote
+            head = None
+        if head:
+            current, params[head[0]], deps = head
             rules[current] = (deps, [])
             order.append(current)
-    return _walk(rules, names or tuple(order[:1]), "just", shown)
+    chosen: list[str] = []
+    words = [a for a in names if not (not chosen and "=" in a)]
+    i = 0
+    while i < len(words):
+        name = words[i]
+        chosen.append(name)
+        if name not in rules:
+            break  # _walk notes it; what follows cannot be read without it
+        ps = [p.split("=", 1)[0] for p in params[name]]
+        if any(p.startswith(("+", "*")) for p in ps):
+            break
+        i += 1 + len(ps)
+    return _walk(rules, tuple(chosen) or tuple(order[:1]), "just", shown)
 
 
 def _walk(
