@@ -56,6 +56,7 @@ def plan(spec: Mapping[str, object], argv: tuple[str, ...], cwd: str) -> Plan:
     """Read ``argv`` the way the spec says: file, folder and recipe-naming options, operands."""
     file_opt, dir_opt = _opts(spec, "file_option"), _opts(spec, "dir_option")
     name_opt, valued = _opts(spec, "names_option"), _opts(spec, "with_value")
+    pairs = _opts(spec, "with_two_values")
     quiet, unknown_opt = _opts(spec, "runs_nothing"), _opts(spec, "unknown_option")
     operands = bool(spec.get("operands", True))
     mfile: str | None = None
@@ -80,12 +81,14 @@ def plan(spec: Mapping[str, object], argv: tuple[str, ...], cwd: str) -> Plan:
         elif name in name_opt and has:
             names.extend(n for n in value.split(",") if n)
             taking, i = name, i + step
-        elif name in valued and has:
-            i += step
-        elif name in quiet:
-            nothing, i = True, i + 1
         elif name in unknown_opt:
             unknown, i = f"{argv[0]} {name} selects recipes by a pattern", i + step
+        elif name in valued and has:
+            i += step
+        elif name in pairs:
+            i += 3
+        elif name in quiet:
+            nothing, i = True, i + 1
         elif a.startswith("-") and a != "-":
             taking, i = None, i + 1
         else:

@@ -311,6 +311,37 @@ def archive_problems(doc: Doc) -> list[Diagnostic]:
     return out
 
 
+def recipes_problems(doc: Doc) -> list[Diagnostic]:
+    """Each program spec's ``recipes:`` examples, read by the resolver's own reading of the
+    runner's argv: the command must name the recipes, file and folder the example says, or run
+    none (``recipes: null``)."""
+    import shlex
+
+    from guard.resolve.recipes import plan
+
+    out: list[Diagnostic] = []
+    for i, spec in _spec_blocks(doc, "recipes"):
+        for k, ex in enumerate(spec.get("examples") or []):
+            where_ = ("programs", i, "recipes", "examples", k)
+            if not isinstance(ex, dict) or not isinstance(ex.get("command"), str):
+                continue  # the schema has said so
+            try:
+                argv = tuple(shlex.split(ex["command"]))
+            except ValueError as e:
+                out.append(doc.diag(where_, f"cannot be split: {e}", "bad-example"))
+                continue
+            if not argv:
+                continue
+            got = plan(spec, argv, "/")
+            seen = {"recipes": None if got.runs_nothing else list(got.names), "file": got.file or "",
+                    "folder": got.folder.lstrip("/"), "unknown": bool(got.unknown)}
+            wrong = [f"{key} {seen[key]!r}, the example says {want!r}" for key, want in ex.items()
+                     if key != "command" and seen.get(key) != want]
+            if wrong:
+                out.append(doc.diag(where_, f"{ex['command']!r} reads with " + "; ".join(wrong), "recipes-example"))
+    return out
+
+
 def inline_problems(doc: Doc) -> list[Diagnostic]:
     """Each program spec's ``inline:`` examples, read by the resolver's own reading: the command
     must put its program where the example says (its text, a script file, standard input, or

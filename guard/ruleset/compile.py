@@ -18,6 +18,7 @@ from guard.ruleset.checks import (
     config_problems,
     dialect_problems,
     inline_problems,
+    recipes_problems,
     rule_problems,
     runs_problems,
 )
@@ -96,6 +97,7 @@ def compile_files(layers: list[Layer], *, examples: str = "all", run: Runner | N
             diags.extend(runs_problems(doc))
             diags.extend(catalogue_problems(doc))
             diags.extend(archive_problems(doc))
+            diags.extend(recipes_problems(doc))
             diags.extend(inline_problems(doc))
             if examples == "all" or (examples == "unshipped" and not layer.shipped):
                 diags.extend(dialect_problems(doc))  # imports each grammar: the shipped tables are CI's

@@ -248,3 +248,55 @@ def test_real_python_imports_the_written_module_from_the_scripts_folder(tmp_path
     (tmp_path / "m2.py").write_text("open('imported', 'w').close()\n")
     subprocess.run(["python3", "-c", "import m2"], cwd=tmp_path, check=True, timeout=60)
     assert (tmp_path / "imported").exists()
+
+
+# A made-up runner, "mytask", described in a rule file of its own: a Taskfile-format file named
+# Tasks.yaml, chosen with --in FILE.
+MYTASK = """\
+programs:
+  - program: mytask
+    subcommand: false
+    recipes:
+      format: taskfile
+      files: [Tasks.yaml]
+      file_option: [--in]
+      runs_in: file
+      runs_nothing: [--show]
+      examples:
+        - {command: "mytask --in ci/Tasks.yaml a b", file: ci/Tasks.yaml, recipes: [a, b]}
+        - {command: "mytask --show", recipes: null}
+"""
+
+
+def _diags(tmp_path: Path, text: str) -> list:
+    from guard.engine import rule_examples
+    from guard.ruleset import compile as rcompile
+    from guard.ruleset import layers as rlayers
+
+    f = tmp_path / "mine.yaml"
+    f.write_text(text)
+    c = rcompile.compile_files(rlayers.rule_layers((str(f),), None), examples="unshipped", run=rule_examples)
+    return [d for d in c.diagnostics if d.file == str(f)]
+
+
+@pytest.mark.usefixtures("isolated_rules")
+def test_a_new_runner_in_yaml_alone(tmp_path: Path) -> None:
+    assert _diags(tmp_path, MYTASK) == []
+    ctx = Context.from_environ(
+        cwd="/workspace/app",
+        trees=("/workspace",),
+        env={"HOME": str(tmp_path)},
+        rule_paths=(str(tmp_path / "mine.yaml"),),
+    )
+    write = "mkdir -p ci && printf 'tasks:\\n  a: [git push]\\n' > ci/Tasks.yaml && "
+    v = analyze(write + "mytask --in ci/Tasks.yaml a", ctx)
+    assert (v.verdict, v.category) == ("refuse", "publish")
+    assert [i.cwd for i in v.invocations if i.program == "git"] == ["/workspace/app/ci"]
+    assert analyze(write + "mytask --in ci/Tasks.yaml --show a", ctx).verdict == "allow"
+
+
+@pytest.mark.usefixtures("isolated_rules")
+def test_a_recipes_example_that_reads_otherwise_is_a_mistake(tmp_path: Path) -> None:
+    diags = _diags(tmp_path, MYTASK.replace("recipes: [a, b]}", "recipes: [b]}"))
+    assert [d.kind for d in diags] == ["recipes-example"]
+    assert "reads with recipes ['a', 'b'], the example says ['b']" in diags[0].message
