@@ -105,7 +105,7 @@ def run(w: Walker, call: Call) -> tuple[str, ...] | None:
     if prog in w.ctx.recipes and _recipe_runner(w, argv, st, fr, cwd, env):
         w.emit(Call(argv, st, fr, env, stdin, writes, refs, pos, cwd), prog)
         return argv
-    if prog in ("npm", "yarn", "pnpm", "make", "gmake") and _project_runner(w, argv, st, fr, cwd, env, stdin):
+    if prog in ("npm", "yarn", "pnpm") and _project_runner(w, argv, st, fr, cwd, env, stdin):
         w.emit(Call(argv, st, fr, env, stdin, writes, refs, pos, cwd), prog)
         return argv
     if _interpreter(w, argv, st, fr, cwd, env, stdin):
@@ -138,7 +138,7 @@ NAMED = frozenset({"git", "gh", "curl", "wget", "scalar", *SHELLS, "python", "py
 # Every name ``run`` acts on by name, beyond emitting the invocation: the tables its branches
 # test, and the names those branches compare with.
 _ACTED_ON = frozenset({*NAMED, *WRAPPERS, *SHELLS, "eval", "trap", "mapfile", "readarray", "curl", "source", ".",
-                       "npm", "yarn", "pnpm", "make", "gmake"})
+                       "npm", "yarn", "pnpm"})
 
 
 def plain_name(name: str, ctx: Context) -> str:
@@ -582,16 +582,11 @@ def _project_runner(
     w: Walker, argv: tuple[str, ...], st: State, fr: Frame, cwd: str, env: dict[str, str | None],
     stdin: str | None = None,
 ) -> bool:
-    """``npm run X`` and ``make X``: analyse the commands they would run, from their files (or
-    a makefile the command wrote earlier, or one fed on stdin to ``make -f -``)."""
+    """``npm run X``: analyse the scripts it would run, from the package.json the command wrote
+    earlier or the one on disk."""
     import guard.resolve.projects as projects
 
-    prog = basename(argv[0])
-    if prog in ("make", "gmake"):
-        steps = projects.make_recipes(argv, cwd, written=st.fx.files)
-        cwd = projects.make_dir(argv, cwd)  # recipes run in make -C's folder
-    else:
-        steps = projects.npm_scripts(argv, cwd, written=st.fx.files)
+    steps = projects.npm_scripts(argv, cwd, written=st.fx.files)
     if not steps:
         return False
     for label, code in steps:

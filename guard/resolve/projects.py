@@ -1,5 +1,6 @@
-"""Project runners that run commands from a file: ``npm|yarn|pnpm run X`` (package.json scripts)
-and ``make X`` (the recipe lines of X and its prerequisites). Read-only, size-capped."""
+"""Project runners that run commands from a file: ``npm|yarn|pnpm run X`` (package.json scripts),
+and the makefile reading the catalogue's make entry uses (``guard.resolve.recipes``).
+Read-only, size-capped."""
 
 from __future__ import annotations
 
@@ -85,83 +86,6 @@ def _expand_vars(line: str, variables: dict[str, str]) -> str:
 
 
 RULE_RE = re.compile(r"^([^\s:=#][^:=#]*?)\s*::?(?!=)\s*([^;#]*)")
-
-
-def make_recipes(argv: tuple[str, ...], cwd: str, limit: int = 200,
-                 written: Mapping[str, str] | None = None) -> list[tuple[str, str]] | None:
-    """[(label, shell code)] for ``make [-C DIR] [-f FILE] [TARGET…]``, prerequisites first: each
-    recipe line, and each ``$(shell …)`` the makefile holds (make runs those as it reads it).
-    A makefile the command wrote earlier (``written``: path → text) is read as written. A
-    makefile on stdin (``-f -``) is read where stdin is known (``programs.commands_read``)."""
-    if any(a in ("-n", "--dry-run", "--just-print", "--recon", "-q", "--question") for a in argv[1:]):
-        return []  # prints or checks the recipes, runs none
-    mfile = None
-    targets: list[str] = []
-    i = 1
-    while i < len(argv):
-        a = argv[i]
-        if a in ("-C", "--directory") and i + 1 < len(argv):
-            cwd = paths.join(cwd, argv[i + 1])
-            i += 2
-            continue
-        if a in ("-f", "--file", "--makefile") and i + 1 < len(argv):
-            mfile = argv[i + 1]
-            i += 2
-            continue
-        if a.startswith("-C") and len(a) > 2:
-            cwd = paths.join(cwd, a[2:])
-        elif a in ("-j", "-l", "-o", "-W", "-I") and i + 1 < len(argv) and not argv[i + 1].startswith("-"):
-            i += 2
-            continue
-        elif not a.startswith("-") and "=" not in a:
-            targets.append(a)
-        i += 1
-    written = written or {}
-
-    def read(name: str) -> str | None:
-        if name == "-":
-            return None
-        path = paths.join(cwd, name)
-        return written[path] if path in written else _read(path)
-
-    name = mfile or next((n for n in ("GNUmakefile", "makefile", "Makefile") if read(n) is not None), None)
-    if name is None:
-        return None
-    text = read(name)
-    if text is None:
-        return None
-    shown = name
-    out: list[tuple[str, str]] = [(f"make → {shown}: $(shell)", code) for code in shell_calls(text)][:limit]
-    rules, first = parse_makefile(text)
-    if not rules:
-        return out or None
-    seen: set[str] = set()
-
-    def visit(t: str, depth: int) -> None:
-        if t in seen or depth > 30 or len(out) >= limit:
-            return
-        seen.add(t)
-        prereqs, recipe = rules.get(t, ([], []))
-        for p in prereqs:
-            visit(p, depth + 1)
-        for lineno, line in recipe:
-            out.append((f"make {t} → {shown}:{lineno}", line))
-
-    for t in targets or ([first] if first else []):
-        visit(t, 0)
-    return out
-
-
-def make_dir(argv: tuple[str, ...], cwd: str) -> str:
-    """The folder make runs its recipes in: ``-C DIR`` (each one relative to the last), else cwd."""
-    for i, a in enumerate(argv[1:], start=1):
-        if a in ("-C", "--directory") and i + 1 < len(argv):
-            cwd = paths.join(cwd, argv[i + 1])
-        elif a.startswith("-C") and len(a) > 2:
-            cwd = paths.join(cwd, a[2:])
-        elif a.startswith("--directory="):
-            cwd = paths.join(cwd, a.split("=", 1)[1])
-    return cwd
 
 
 _SHELL_CALL = re.compile(r"\$[({]shell\s+((?:[^()]|\([^()]*\))*)[)}]")

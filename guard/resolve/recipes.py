@@ -16,6 +16,7 @@ import guard.resolve.files as files
 from guard.ir import UNKNOWN
 from guard.record import dataclass, field
 from guard.resolve import paths
+from guard.resolve.projects import parse_makefile, shell_calls
 
 TYPE_CHECKING = False
 if TYPE_CHECKING:
@@ -56,7 +57,9 @@ def plan(spec: Mapping[str, object], argv: tuple[str, ...], cwd: str) -> Plan:
     """Read ``argv`` the way the spec says: file, folder and recipe-naming options, operands."""
     file_opt, dir_opt = _opts(spec, "file_option"), _opts(spec, "dir_option")
     name_opt, valued = _opts(spec, "names_option"), _opts(spec, "with_value")
-    pairs = _opts(spec, "with_two_values")
+    pairs, optional = _opts(spec, "with_two_values"), _opts(spec, "optional_number")
+    short = frozenset(o for o in (*file_opt, *dir_opt, *name_opt, *valued) if len(o) == 2)
+    assignments = bool(spec.get("assignments"))
     quiet, unknown_opt = _opts(spec, "runs_nothing"), _opts(spec, "unknown_option")
     operands = bool(spec.get("operands", True))
     mfile: str | None = None
@@ -71,6 +74,8 @@ def plan(spec: Mapping[str, object], argv: tuple[str, ...], cwd: str) -> Plan:
         if a == "--":
             break
         name, eq, val = a.partition("=") if a.startswith("--") else (a, "", "")
+        if a[:2] in short and len(a) > 2 and not a.startswith("--"):  # -Cdir: the value attached
+            name, eq, val = a[:2], "=", a[2:]
         has = eq or i + 1 < len(argv)
         value = val if eq else (argv[i + 1] if i + 1 < len(argv) else "")
         step = 1 if eq else 2
@@ -87,6 +92,8 @@ def plan(spec: Mapping[str, object], argv: tuple[str, ...], cwd: str) -> Plan:
             i += step
         elif name in pairs:
             i += 3
+        elif name in optional:  # make -j [N]: the next word only when it is a number
+            i += 2 if i + 1 < len(argv) and argv[i + 1].replace(".", "", 1).isdigit() else 1
         elif name in quiet:
             nothing, i = True, i + 1
         elif a.startswith("-") and a != "-":
@@ -96,11 +103,11 @@ def plan(spec: Mapping[str, object], argv: tuple[str, ...], cwd: str) -> Plan:
                 nothing = True
             elif a in _opts(spec, "subcommands") and not ops and not names:
                 pass
+            elif assignments and re.match(r"[A-Za-z_][A-Za-z0-9_.]*\+?:?:?=", a):
+                pass  # make VAR=value: a variable, not a target
             elif taking or operands:
                 (names if taking else ops).append(a)
             i += 1
-    if UNKNOWN in cwd or (mfile and UNKNOWN in mfile):
-        unknown = unknown or f"{argv[0]}: recipe file not known"
     return Plan(mfile, cwd, tuple(names + ops), nothing, unknown)
 
 
@@ -112,22 +119,28 @@ def _read(path: str, written: Mapping[str, str]) -> str | None:
     return files.read_text(path, FILE_CAP)[0]
 
 
-def find(spec: Mapping[str, object], p: Plan, written: Mapping[str, str]) -> tuple[str, str] | None:
-    """The recipe file's path and text: the one named, or the first of the spec's names present
-    in the folder. A folder named where a file is expected (``tox -c DIR``) is searched too."""
+def find(spec: Mapping[str, object], p: Plan, written: Mapping[str, str]) -> tuple[str, str, str] | None:
+    """The recipe file's path, text and name as the command gives it: the one named, or the
+    first of the spec's names present in the folder. A folder named where a file is expected
+    (``tox -c DIR``) is searched too where the spec says ``file_may_be_folder``. A file named
+    ``-`` is standard input, read elsewhere (``programs.commands_read``)."""
     defaults = _opts(spec, "files")
+    if p.file == "-":
+        return None
     if p.file is not None:
         path = paths.join(p.folder, p.file)
         text = _read(path, written)
         if text is not None:
-            return path, text
-        candidates = [paths.join(path, n) for n in defaults]
+            return path, text, p.file
+        if not spec.get("file_may_be_folder"):
+            return None
+        candidates = [(paths.join(path, n), f"{p.file.rstrip('/')}/{n}") for n in defaults]
     else:
-        candidates = [paths.join(p.folder, n) for n in defaults]
-    for path in candidates:
+        candidates = [(paths.join(p.folder, n), n) for n in defaults]
+    for path, shown in candidates:
         text = _read(path, written)
         if text is not None:
-            return path, text
+            return path, text, shown
     return None
 
 
@@ -144,11 +157,10 @@ def recipes(
     got = find(spec, p, written)
     if got is None:
         return None
-    path, text = got
+    path, text, shown = got
     reader = FORMATS.get(str(spec.get("format")))
     if reader is None:
         return None
-    shown = path.rsplit("/", 1)[-1]
     steps, notes = reader(text, p.names, shown)
     run_in = (path.rsplit("/", 1)[0] or "/") if spec.get("runs_in") == "file" else p.folder
     return Recipes(tuple(steps[:MAX_STEPS]), run_in, tuple(notes))
@@ -234,6 +246,7 @@ def _walk(
     names: tuple[str, ...],
     prog: str,
     shown: str,
+    quiet: bool = False,
 ) -> tuple[list[tuple[str, str]], list[str]]:
     out: list[tuple[str, str]] = []
     notes: list[str] = []
@@ -252,9 +265,22 @@ def _walk(
     for t in names:
         if t in rules:
             visit(t, 0)
-        else:
+        elif not quiet:
             notes.append(_missing(shown, t))
     return out, notes
+
+
+# ---------------------------------------------------------------------------- make
+
+
+def make(text: str, names: tuple[str, ...], shown: str) -> tuple[list[tuple[str, str]], list[str]]:
+    """A makefile: each ``$(shell …)`` it holds (make runs those as it reads it), then the
+    recipe lines of each target named (the first target when none), prerequisites first. A
+    target with no rule of its own is left quietly: make may build it by an implicit rule."""
+    out = [(f"make → {shown}: $(shell)", code) for code in shell_calls(text)][:MAX_STEPS]
+    rules, first = parse_makefile(text)
+    steps, notes = _walk(rules, names or ((first,) if first else ()), "make", shown, quiet=True)
+    return out + steps, notes
 
 
 # ---------------------------------------------------------------------------- Taskfile
@@ -420,6 +446,7 @@ def nox(text: str, names: tuple[str, ...], shown: str) -> tuple[list[tuple[str, 
 # ---------------------------------------------------------------------------- dispatch
 
 FORMATS: dict[str, Callable[[str, tuple[str, ...], str], tuple[list[tuple[str, str]], list[str]]]] = {
+    "make": make,
     "just": just,
     "taskfile": taskfile,
     "tox": tox,

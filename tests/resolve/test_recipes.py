@@ -1,6 +1,6 @@
 """Task runners' recipe files (a program spec's ``recipes:``, rules/programs/recipes.yaml): the
 recipes guard reads are the ones the real runner runs, in the folder it runs them in. Each
-recipe touches a marker file; the runner is run for real where it is installed (CI installs
+recipe touches a marker file; the runner is run for real where it is installed (make, and in CI
 tox and nox from Debian; ``just`` and ``task`` are read from their manuals when absent), and
 the markers it made must be the markers guard's recipes would make."""
 
@@ -82,7 +82,20 @@ tasks:
       - cmd: touch ran-other
 """
 
+MAKE = """\
+first: dep
+\ttouch ran-first
+dep:
+\t@touch ran-dep
+other:
+\ttouch ran-other
+"""
+
 CASES = [
+    ("make", {"Makefile": MAKE}, "make", {"dep", "first"}, ""),
+    ("make", {"Makefile": MAKE}, "make CC=x other -j", {"other"}, ""),
+    ("make", {"sub/Makefile": MAKE}, "make -C sub -j 2 dep", {"dep"}, "sub"),
+    ("make", {"sub/x.mk": MAKE}, "make -f sub/x.mk other", {"other"}, ""),
     ("tox", {"tox.ini": TOX}, "tox -e b", {"bpre", "b", "b2"}, ""),
     ("tox", {"tox.ini": TOX}, "tox", {"a", "bpre", "b", "b2"}, ""),
     ("tox", {"tox.ini": TOX}, "tox -e a,b", {"a", "bpre", "b", "b2"}, ""),
