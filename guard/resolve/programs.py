@@ -105,9 +105,6 @@ def run(w: Walker, call: Call) -> tuple[str, ...] | None:
     if prog in w.ctx.recipes and _recipe_runner(w, argv, st, fr, cwd, env):
         w.emit(Call(argv, st, fr, env, stdin, writes, refs, pos, cwd), prog)
         return argv
-    if prog in ("npm", "yarn", "pnpm") and _project_runner(w, argv, st, fr, cwd, env, stdin):
-        w.emit(Call(argv, st, fr, env, stdin, writes, refs, pos, cwd), prog)
-        return argv
     if _interpreter(w, argv, st, fr, cwd, env, stdin):
         w.emit(Call(argv, st, fr, env, stdin, writes, refs, pos, cwd), prog)
         return argv
@@ -137,8 +134,7 @@ NAMED = frozenset({"git", "gh", "curl", "wget", "scalar", *SHELLS, "python", "py
 
 # Every name ``run`` acts on by name, beyond emitting the invocation: the tables its branches
 # test, and the names those branches compare with.
-_ACTED_ON = frozenset({*NAMED, *WRAPPERS, *SHELLS, "eval", "trap", "mapfile", "readarray", "curl", "source", ".",
-                       "npm", "yarn", "pnpm"})
+_ACTED_ON = frozenset({*NAMED, *WRAPPERS, *SHELLS, "eval", "trap", "mapfile", "readarray", "curl", "source", "."})
 
 
 def plain_name(name: str, ctx: Context) -> str:
@@ -576,22 +572,6 @@ def _git_alias(w: Walker, call: Call) -> bool:
 
 def _quote(s: str) -> str:
     return "'" + s.replace("'", "'\\''") + "'"
-
-
-def _project_runner(
-    w: Walker, argv: tuple[str, ...], st: State, fr: Frame, cwd: str, env: dict[str, str | None],
-    stdin: str | None = None,
-) -> bool:
-    """``npm run X``: analyse the scripts it would run, from the package.json the command wrote
-    earlier or the one on disk."""
-    import guard.resolve.projects as projects
-
-    steps = projects.npm_scripts(argv, cwd, written=st.fx.files)
-    if not steps:
-        return False
-    for label, code in steps:
-        w.string_in(code, _child(st, cwd, env), Frame(fr.via + (label,), fr.depth + 1, "sh"))
-    return True
 
 
 def _recipe_runner(

@@ -7,6 +7,7 @@ from __future__ import annotations
 
 import ast
 import configparser
+import json
 import re
 import shlex
 
@@ -61,7 +62,11 @@ def plan(spec: Mapping[str, object], argv: tuple[str, ...], cwd: str) -> Plan:
     short = frozenset(o for o in (*file_opt, *dir_opt, *name_opt, *valued) if len(o) == 2)
     assignments = bool(spec.get("assignments"))
     quiet, unknown_opt = _opts(spec, "runs_nothing"), _opts(spec, "unknown_option")
-    operands = bool(spec.get("operands", True))
+    given = spec.get("operands", True)
+    operands = given if isinstance(given, bool) else True
+    most = None if isinstance(given, bool) or not isinstance(given, int) else given
+    direct = _opts(spec, "recipe_operands")
+    sub_seen = False
     mfile: str | None = None
     names: list[str] = []
     ops: list[str] = []
@@ -99,16 +104,19 @@ def plan(spec: Mapping[str, object], argv: tuple[str, ...], cwd: str) -> Plan:
         elif a.startswith("-") and a != "-":
             taking, i = None, i + 1
         else:
-            if a in _opts(spec, "runs_nothing_operands") and not ops and not names:
+            first = not ops and not names and not sub_seen
+            if first and a in _opts(spec, "runs_nothing_operands"):
                 nothing = True
-            elif a in _opts(spec, "subcommands") and not ops and not names:
-                pass
+            elif first and a in _opts(spec, "subcommands"):
+                sub_seen = True
+            elif first and direct and a not in direct:
+                nothing = True  # npm install: the runner's own command, no recipe
             elif assignments and re.match(r"[A-Za-z_][A-Za-z0-9_.]*\+?:?:?=", a):
                 pass  # make VAR=value: a variable, not a target
             elif taking or operands:
                 (names if taking else ops).append(a)
             i += 1
-    return Plan(mfile, cwd, tuple(names + ops), nothing, unknown)
+    return Plan(mfile, cwd, tuple(names + ops[:most]), nothing, unknown)
 
 
 def _read(path: str, written: Mapping[str, str]) -> str | None:
@@ -161,7 +169,7 @@ def recipes(
     reader = FORMATS.get(str(spec.get("format")))
     if reader is None:
         return None
-    steps, notes = reader(text, p.names, shown)
+    steps, notes = reader(text, p.names, shown, argv[0].rsplit("/", 1)[-1])
     run_in = (path.rsplit("/", 1)[0] or "/") if spec.get("runs_in") == "file" else p.folder
     return Recipes(tuple(steps[:MAX_STEPS]), run_in, tuple(notes))
 
@@ -200,7 +208,7 @@ def _just_head(line: str) -> tuple[str, list[str], list[str]] | None:
     return None
 
 
-def just(text: str, names: tuple[str, ...], shown: str) -> tuple[list[tuple[str, str]], list[str]]:
+def just(text: str, names: tuple[str, ...], shown: str, prog: str) -> tuple[list[tuple[str, str]], list[str]]:
     """A justfile: ``NAME [PARAMS]: [DEPS]`` at the margin, its body indented beneath; the
     default recipe is the first. The operands are a recipe and the arguments its parameters
     take, then the next recipe; ``NAME=VALUE`` before them sets a variable. Dependencies run
@@ -238,7 +246,7 @@ def just(text: str, names: tuple[str, ...], shown: str) -> tuple[list[tuple[str,
         if any(p.startswith(("+", "*")) for p in ps):
             break
         i += 1 + len(ps)
-    return _walk(rules, tuple(chosen) or tuple(order[:1]), "just", shown)
+    return _walk(rules, tuple(chosen) or tuple(order[:1]), prog, shown)
 
 
 def _walk(
@@ -273,7 +281,7 @@ def _walk(
 # ---------------------------------------------------------------------------- make
 
 
-def make(text: str, names: tuple[str, ...], shown: str) -> tuple[list[tuple[str, str]], list[str]]:
+def make(text: str, names: tuple[str, ...], shown: str, prog: str) -> tuple[list[tuple[str, str]], list[str]]:
     """A makefile: each ``$(shell …)`` it holds (make runs those as it reads it), then the
     recipe lines of each target named (the first target when none), prerequisites first. A
     target with no rule of its own is left quietly: make may build it by an implicit rule."""
@@ -286,7 +294,9 @@ def make(text: str, names: tuple[str, ...], shown: str) -> tuple[list[tuple[str,
 # ---------------------------------------------------------------------------- Taskfile
 
 
-def taskfile(text: str, names: tuple[str, ...], shown: str) -> tuple[list[tuple[str, str]], list[str]]:
+def taskfile(
+    text: str, names: tuple[str, ...], shown: str, prog: str
+) -> tuple[list[tuple[str, str]], list[str]]:
     """A Taskfile (go-task): ``tasks: NAME: {cmds: […], deps: […]}``, a command being a string,
     ``{cmd: …}`` or ``{task: OTHER}``; a task given as a list or a string is its commands. The
     default task is ``default``."""
@@ -333,7 +343,7 @@ def taskfile(text: str, names: tuple[str, ...], shown: str) -> tuple[list[tuple[
 _TOX_SUB = re.compile(r"\{posargs(?::([^{}]*))?\}|\[\]")
 
 
-def tox(text: str, names: tuple[str, ...], shown: str) -> tuple[list[tuple[str, str]], list[str]]:
+def tox(text: str, names: tuple[str, ...], shown: str, prog: str) -> tuple[list[tuple[str, str]], list[str]]:
     """A tox.ini: each environment's ``commands_pre``, ``commands`` and ``commands_post`` (one
     command a line), from ``[testenv:NAME]`` or else ``[testenv]``; with no ``-e``, the
     environments ``[tox] envlist`` names. ``{posargs}`` becomes its default."""
@@ -380,7 +390,7 @@ def _is_session(dec: ast.expr) -> ast.Call | bool:
     return (dec if isinstance(dec, ast.Call) else True) if ok else False
 
 
-def nox(text: str, names: tuple[str, ...], shown: str) -> tuple[list[tuple[str, str]], list[str]]:
+def nox(text: str, names: tuple[str, ...], shown: str, prog: str) -> tuple[list[tuple[str, str]], list[str]]:
     """A noxfile.py: each function decorated ``@nox.session`` (named by ``name=`` or the
     function) and its ``SESSION.run(…)`` calls, whose literal arguments are the argv. With no
     ``-s``, the sessions ``nox.options.sessions`` lists, else every session."""
@@ -443,9 +453,33 @@ def nox(text: str, names: tuple[str, ...], shown: str) -> tuple[list[tuple[str, 
     return out, notes
 
 
+# ---------------------------------------------------------------------------- package.json
+
+
+def package_json(
+    text: str, names: tuple[str, ...], shown: str, prog: str
+) -> tuple[list[tuple[str, str]], list[str]]:
+    """A package.json's ``scripts``: the one named, with its ``pre`` and ``post`` scripts. No
+    default; a name with no script is the runner's own error, said by it, so no note."""
+    try:
+        scripts = json.loads(text).get("scripts") or {}
+    except (ValueError, AttributeError, RecursionError):
+        return [], []
+    if not isinstance(scripts, dict):
+        return [], []
+    out: list[tuple[str, str]] = []
+    for name in names:
+        for key in (f"pre{name}", name, f"post{name}"):
+            code = scripts.get(key)
+            if isinstance(code, str):
+                out.append((f"{prog} run {key}", code))
+    return out, []
+
+
 # ---------------------------------------------------------------------------- dispatch
 
-FORMATS: dict[str, Callable[[str, tuple[str, ...], str], tuple[list[tuple[str, str]], list[str]]]] = {
+FORMATS: dict[str, Callable[[str, tuple[str, ...], str, str], tuple[list[tuple[str, str]], list[str]]]] = {
+    "package-json": package_json,
     "make": make,
     "just": just,
     "taskfile": taskfile,

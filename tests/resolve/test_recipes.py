@@ -1,7 +1,7 @@
 """Task runners' recipe files (a program spec's ``recipes:``, rules/programs/recipes.yaml): the
 recipes guard reads are the ones the real runner runs, in the folder it runs them in. Each
-recipe touches a marker file; the runner is run for real where it is installed (make, and in CI
-tox and nox from Debian; ``just`` and ``task`` are read from their manuals when absent), and
+recipe touches a marker file; the runner is run for real where it is installed (make and npm,
+and in CI tox and nox from Debian; ``just`` and ``task`` are read from their manuals when absent), and
 the markers it made must be the markers guard's recipes would make."""
 
 from __future__ import annotations
@@ -91,7 +91,15 @@ other:
 \ttouch ran-other
 """
 
+PACKAGE = """\
+{"scripts": {"prebuild": "touch ran-prebuild", "build": "touch ran-build", "test": "touch ran-test",
+             "postinstall": "touch ran-postinstall"}}
+"""
+
 CASES = [
+    ("npm", {"package.json": PACKAGE}, "npm run build -- extra", {"prebuild", "build"}, ""),
+    ("npm", {"package.json": PACKAGE}, "npm test", {"test"}, ""),
+    ("npm", {"sub/package.json": PACKAGE}, "npm --prefix sub run-script test", {"test"}, "sub"),
     ("make", {"Makefile": MAKE}, "make", {"dep", "first"}, ""),
     ("make", {"Makefile": MAKE}, "make CC=x other -j", {"other"}, ""),
     ("make", {"sub/Makefile": MAKE}, "make -C sub -j 2 dep", {"dep"}, "sub"),
