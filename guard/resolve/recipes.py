@@ -373,7 +373,7 @@ def tox(text: str, names: tuple[str, ...], shown: str, prog: str) -> tuple[list[
                 if line.startswith(("-", "!")):
                     line = line[1:].strip()
                 if line and not line.startswith("#"):
-                    out.append((f"tox -e {env} → {shown} {key}", line.replace("\\\n", " ")))
+                    out.append((f"tox -e {env} → {shown} {key}", line))
     return out, []
 
 
