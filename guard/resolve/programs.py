@@ -829,7 +829,8 @@ def _python_module(
 ) -> tuple[str | None, str, tuple[str, ...]]:
     """``python -m MODULE …`` for the standard modules that run code they are given:
     ``timeit`` (its setup and statements), ``code`` (reads its standard input as a console),
-    ``runpy MODULE``, and ``cProfile``/``profile``/``trace``/``pdb`` (a script or ``-m``)."""
+    ``runpy MODULE``, and ``cProfile``/``profile``/``trace``/``pdb`` (a script or ``-m``); and
+    a module the command wrote in the cwd (``M.py``, ``M/__main__.py``)."""
     if not rest:
         return None, "", ()
     mod, args = rest[0], rest[1:]
@@ -872,6 +873,11 @@ def _python_module(
             if not a.startswith("-"):
                 return read_script(a, st, cwd, stdin)[0], f"{label} {_show(a)}", tuple(args[i:])
             i += 1
+    # a module the command wrote in the cwd, first on sys.path for -m
+    for name in (f"{mod.replace('.', '/')}.py", f"{mod.replace('.', '/')}/__main__.py"):
+        path = paths.join(cwd, name, _home(st))
+        if path in st.fx.files:
+            return files.strip_nul(st.fx.files[path]), label, args
     return None, "", ()
 
 

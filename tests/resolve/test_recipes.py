@@ -252,6 +252,8 @@ def test_a_module_written_then_imported_runs_its_top_level_code(tmp_path: Path) 
         write.format("lib/m.py") + " && printf 'import m\\n' > lib/main.py && python3 lib/main.py", tmp_path
     )
     assert (v.verdict, v.rule) == ("refuse", "git-stash-save")
+    v = check(write.format("tool.py") + " && python3 -m tool", tmp_path)
+    assert (v.verdict, v.rule) == ("refuse", "git-stash-save")
     # not on sys.path (another folder), or only defined in a function that never runs
     v = check(write.format("/tmp/m.py") + " && python3 -c 'import m'", tmp_path)
     assert v.verdict == "allow"
@@ -268,6 +270,9 @@ def test_real_python_imports_the_written_module_from_the_scripts_folder(tmp_path
     (tmp_path / "imported").unlink()
     (tmp_path / "m2.py").write_text("open('imported', 'w').close()\n")
     subprocess.run(["python3", "-c", "import m2"], cwd=tmp_path, check=True, timeout=60)
+    assert (tmp_path / "imported").exists()
+    (tmp_path / "imported").unlink()
+    subprocess.run(["python3", "-m", "m2"], cwd=tmp_path, check=True, timeout=60)
     assert (tmp_path / "imported").exists()
 
 
