@@ -302,7 +302,7 @@ def taskfile(
     default task is ``default``."""
     try:
         doc = yaml.safe_load(text)
-    except yaml.YAMLError:
+    except (yaml.YAMLError, RecursionError):
         return [], [f"{shown}: not valid YAML, not analysed"]
     tasks = doc.get("tasks") if isinstance(doc, dict) else None
     if not isinstance(tasks, dict):
