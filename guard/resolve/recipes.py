@@ -58,7 +58,7 @@ def plan(spec: Mapping[str, object], argv: tuple[str, ...], cwd: str) -> Plan:
     """Read ``argv`` the way the spec says: file, folder and recipe-naming options, operands."""
     file_opt, dir_opt = _opts(spec, "file_option"), _opts(spec, "dir_option")
     name_opt, valued = _opts(spec, "names_option"), _opts(spec, "with_value")
-    pairs, optional = _opts(spec, "with_two_values"), _opts(spec, "optional_number")
+    pairs, optional = _opts(spec, "two_values"), _opts(spec, "optional_number")
     short = frozenset(o for o in (*file_opt, *dir_opt, *name_opt, *valued) if len(o) == 2)
     assignments = bool(spec.get("assignments"))
     quiet, unknown_opt = _opts(spec, "runs_nothing"), _opts(spec, "unknown_option")
