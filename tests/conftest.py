@@ -88,8 +88,9 @@ def isolated_rules(tmp_path, monkeypatch):
     monkeypatch.setattr(loader, "_reused", set())
 
 
-# The test files that start many processes, servers or real tools: each took 5 s or more of a
-# full run on this project's 2-CPU machine. `pytest -m 'not slow'` leaves them out, a lane for
+# The test files that start many processes, servers or real tools, or compile rule sets again and
+# again: most took 5 s or more of a full run on this project's 2-CPU machine, and the lane without
+# them must stay under 2 minutes there (1 min 37 s when they were last added). `pytest -m 'not slow'` leaves them out, a lane for
 # the edit-test loop; `pytest` alone (the README's command, which CI runs) runs everything.
 SLOW_FILES = frozenset({
     "tests/act/test_annotate_fixtures.py",
@@ -98,12 +99,15 @@ SLOW_FILES = frozenset({
     "tests/act/test_relay_bulk.py",
     "tests/audit/test_audit_concurrency.py",
     "tests/audit/test_audit_engines.py",
-    "tests/clients/test_conformance.py",
-    "tests/clients/test_doctor.py",
-    "tests/clients/test_fail_closed.py",
+    "tests/audit/test_rules_diff.py",
     "tests/cli/test_check_stream.py",
     "tests/cli/test_explain.py",
     "tests/cli/test_fuzz.py",
+    "tests/cli/test_rules_authoring.py",
+    "tests/cli/test_rules_guide.py",
+    "tests/clients/test_conformance.py",
+    "tests/clients/test_doctor.py",
+    "tests/clients/test_fail_closed.py",
     "tests/hosts/test_wrappers.py",
     "tests/integration/test_annotate_gitserver.py",
     "tests/integration/test_annotate_real_tools.py",
@@ -111,12 +115,19 @@ SLOW_FILES = frozenset({
     "tests/integration/test_annotate_tools.py",
     "tests/parse/test_budgets.py",
     "tests/parse/test_plain.py",
+    "tests/policy/test_actions.py",
     "tests/resolve/inline/test_dialects_real.py",
     "tests/resolve/inline/test_inline_python_gate.py",
     "tests/ruleset/test_authoring_lint.py",
+    "tests/ruleset/test_catalogue.py",
+    "tests/ruleset/test_catalogue_real.py",
+    "tests/ruleset/test_loader.py",
     "tests/ruleset/test_loader_fleet.py",
+    "tests/ruleset/test_programs.py",
+    "tests/ruleset/test_runners_real.py",
     "tests/serve/test_load.py",
     "tests/serve/test_server.py",
+    "tests/shell/test_fail_closed.py",
     "tests/shell/test_launchers.py",
     "tests/shell/test_shell_differential.py",
     "tests/shell/test_shell_interactive.py",
@@ -126,6 +137,7 @@ SLOW_FILES = frozenset({
     "tests/shell/test_stdin_stream.py",
     "tests/test_packaging.py",
     "tests/test_record.py",
+    "tests/text/test_hostile_outputs.py",
 })
 
 
