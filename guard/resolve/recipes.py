@@ -5,13 +5,9 @@ command wrote earlier (``written``), else the file on disk. Read-only, size-capp
 
 from __future__ import annotations
 
-import ast
-import configparser
 import json
 import re
 import shlex
-
-import yaml
 
 import guard.resolve.files as files
 from guard.ir import UNKNOWN
@@ -21,6 +17,7 @@ from guard.resolve.projects import parse_makefile, shell_calls
 
 TYPE_CHECKING = False
 if TYPE_CHECKING:
+    import ast
     from collections.abc import Callable, Mapping
 
 FILE_CAP = 512 * 1024
@@ -300,6 +297,8 @@ def taskfile(
     """A Taskfile (go-task): ``tasks: NAME: {cmds: […], deps: […]}``, a command being a string,
     ``{cmd: …}`` or ``{task: OTHER}``; a task given as a list or a string is its commands. The
     default task is ``default``."""
+    import yaml  # only a Taskfile needs it: ~19 ms to import, paid by no other runner
+
     try:
         doc = yaml.safe_load(text)
     except (yaml.YAMLError, RecursionError):
@@ -347,6 +346,8 @@ def tox(text: str, names: tuple[str, ...], shown: str, prog: str) -> tuple[list[
     """A tox.ini: each environment's ``commands_pre``, ``commands`` and ``commands_post`` (one
     command a line), from ``[testenv:NAME]`` or else ``[testenv]``; with no ``-e``, the
     environments ``[tox] envlist`` names. ``{posargs}`` becomes its default."""
+    import configparser
+
     cp = configparser.ConfigParser(interpolation=None, strict=False)
     try:
         cp.read_string(text)
@@ -383,6 +384,8 @@ _NOX_RUNS = frozenset({"run", "run_always", "run_install"})
 
 
 def _is_session(dec: ast.expr) -> ast.Call | bool:
+    import ast
+
     target = dec.func if isinstance(dec, ast.Call) else dec
     ok = (isinstance(target, ast.Attribute) and target.attr == "session") or (
         isinstance(target, ast.Name) and target.id == "session"
@@ -394,6 +397,8 @@ def nox(text: str, names: tuple[str, ...], shown: str, prog: str) -> tuple[list[
     """A noxfile.py: each function decorated ``@nox.session`` (named by ``name=`` or the
     function) and its ``SESSION.run(…)`` calls, whose literal arguments are the argv. With no
     ``-s``, the sessions ``nox.options.sessions`` lists, else every session."""
+    import ast
+
     try:
         tree = ast.parse(text)
     except (SyntaxError, ValueError, RecursionError):

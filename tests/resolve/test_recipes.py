@@ -10,6 +10,7 @@ import os
 import shlex
 import shutil
 import subprocess
+import sys
 from pathlib import Path
 
 import pytest
@@ -326,3 +327,16 @@ def test_a_recipes_example_that_reads_otherwise_is_a_mistake(tmp_path: Path) -> 
     diags = _diags(tmp_path, MYTASK.replace("recipes: [a, b]}", "recipes: [b]}"))
     assert [d.kind for d in diags] == ["recipes-example"]
     assert "reads with recipes ['a', 'b'], the example says ['b']" in diags[0].message
+
+
+def test_make_and_npm_load_no_yaml_or_python_parser(tmp_path: Path) -> None:
+    """Every make or npm command reads its recipes: the YAML reader (~19 ms to import), the ini
+    reader and Python's parser are for Taskfiles, tox and nox only, loaded when one is read."""
+    code = ("import sys; from guard.context import Context; from guard.engine import analyze; "
+            "ctx = Context.from_environ(cwd='/workspace/app', trees=('/workspace',)); "
+            "[analyze(c, ctx) for c in ('make test', 'npm run build', 'printf \"all:\\n\\tgit push\\n\" > Makefile && make')]; "
+            "print(sorted(m for m in ('yaml', 'configparser', 'ast') if m in sys.modules))")
+    env = {**os.environ, "XDG_CACHE_HOME": str(tmp_path / "cache")}
+    subprocess.run([sys.executable, "-c", code], capture_output=True, env=env, check=True)  # compiles the rules
+    out = subprocess.run([sys.executable, "-c", code], capture_output=True, text=True, env=env, check=True)
+    assert out.stdout.strip() == "[]", out.stdout + out.stderr
