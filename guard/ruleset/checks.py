@@ -6,7 +6,7 @@ from __future__ import annotations
 import json
 import re
 import string
-from collections.abc import Mapping
+from collections.abc import Callable, Mapping
 from dataclasses import dataclass
 from typing import Any
 
@@ -280,18 +280,17 @@ def _spec_blocks(doc: Doc, key: str) -> list[tuple[int, dict]]:
             if isinstance(spec, dict) and isinstance(spec.get(key), dict)]
 
 
-def archive_problems(doc: Doc) -> list[Diagnostic]:
-    """Each program spec's ``archive:`` examples, read by the resolver's own reading of it: the
-    command must read as the example says (mode, and the archive, folder, names and flags it
-    gives)."""
+def _argv_example_problems(doc: Doc, key: str, seen_of: Callable[[dict, tuple[str, ...]], dict[str, Any]],
+                           kind: str) -> list[Diagnostic]:
+    """Each example of every program spec's ``key:`` block: its ``command`` split as a shell
+    would, read by ``seen_of(block, argv)`` (the resolver's own reading), and every other key of
+    the example compared with what that reading gives."""
     import shlex
 
-    from guard.resolve.archives import read
-
     out: list[Diagnostic] = []
-    for i, archive in _spec_blocks(doc, "archive"):
-        for k, ex in enumerate(archive.get("examples") or []):
-            where_ = ("programs", i, "archive", "examples", k)
+    for i, block in _spec_blocks(doc, key):
+        for k, ex in enumerate(block.get("examples") or []):
+            where_ = ("programs", i, key, "examples", k)
             if not isinstance(ex, dict) or not isinstance(ex.get("command"), str):
                 continue  # the schema has said so
             try:
@@ -301,45 +300,40 @@ def archive_problems(doc: Doc) -> list[Diagnostic]:
                 continue
             if not argv:
                 continue
-            got = read(argv, archive)
-            seen = {"mode": got.mode, "archive": got.archive, "folder": got.folder, "names": list(got.names),
-                    "recursive": got.recursive, "leaves_vcs": got.leaves_vcs}
-            wrong = [f"{key} {seen[key]!r}, the example says {want!r}" for key, want in ex.items()
-                     if key != "command" and seen.get(key) != want]
+            seen = seen_of(block, argv)
+            wrong = [f"{name} {seen[name]!r}, the example says {want!r}" for name, want in ex.items()
+                     if name != "command" and seen.get(name) != want]
             if wrong:
-                out.append(doc.diag(where_, f"{ex['command']!r} reads with " + "; ".join(wrong), "archive-example"))
+                out.append(doc.diag(where_, f"{ex['command']!r} reads with " + "; ".join(wrong), kind))
     return out
+
+
+def archive_problems(doc: Doc) -> list[Diagnostic]:
+    """Each program spec's ``archive:`` examples, read by the resolver's own reading of it: the
+    command must read as the example says (mode, and the archive, folder, names and flags it
+    gives)."""
+    from guard.resolve.archives import read
+
+    def seen_of(archive: dict, argv: tuple[str, ...]) -> dict[str, Any]:
+        got = read(argv, archive)
+        return {"mode": got.mode, "archive": got.archive, "folder": got.folder, "names": list(got.names),
+                "recursive": got.recursive, "leaves_vcs": got.leaves_vcs}
+
+    return _argv_example_problems(doc, "archive", seen_of, "archive-example")
 
 
 def recipes_problems(doc: Doc) -> list[Diagnostic]:
     """Each program spec's ``recipes:`` examples, read by the resolver's own reading of the
     runner's argv: the command must name the recipes, file and folder the example says, or run
     none (``recipes: null``)."""
-    import shlex
-
     from guard.resolve.recipes import plan
 
-    out: list[Diagnostic] = []
-    for i, spec in _spec_blocks(doc, "recipes"):
-        for k, ex in enumerate(spec.get("examples") or []):
-            where_ = ("programs", i, "recipes", "examples", k)
-            if not isinstance(ex, dict) or not isinstance(ex.get("command"), str):
-                continue  # the schema has said so
-            try:
-                argv = tuple(shlex.split(ex["command"]))
-            except ValueError as e:
-                out.append(doc.diag(where_, f"cannot be split: {e}", "bad-example"))
-                continue
-            if not argv:
-                continue
-            got = plan(spec, argv, "/")
-            seen = {"recipes": None if got.runs_nothing else list(got.names), "file": got.file or "",
-                    "folder": got.folder.lstrip("/"), "unknown": bool(got.unknown)}
-            wrong = [f"{key} {seen[key]!r}, the example says {want!r}" for key, want in ex.items()
-                     if key != "command" and seen.get(key) != want]
-            if wrong:
-                out.append(doc.diag(where_, f"{ex['command']!r} reads with " + "; ".join(wrong), "recipes-example"))
-    return out
+    def seen_of(spec: dict, argv: tuple[str, ...]) -> dict[str, Any]:
+        got = plan(spec, argv, "/")
+        return {"recipes": None if got.runs_nothing else list(got.names), "file": got.file or "",
+                "folder": got.folder.lstrip("/"), "unknown": bool(got.unknown)}
+
+    return _argv_example_problems(doc, "recipes", seen_of, "recipes-example")
 
 
 def inline_problems(doc: Doc) -> list[Diagnostic]:
