@@ -793,6 +793,9 @@ def _written_imports(
     """Modules the command wrote into the folder first on the interpreter's ``sys.path`` (the cwd
     for ``-c``, the script's folder for a script) and the code imports: their top-level code
     runs at import, so each is analysed as a script, and so are the modules it imports there."""
+    base = folder.rstrip("/") + "/"
+    if not any(f.startswith(base) and f.endswith(".py") for f in st.fx.files):
+        return  # the command wrote no module there: the code is not parsed a second time
     from guard.resolve.inline.python import imported_modules
 
     for mod in imported_modules(code):
